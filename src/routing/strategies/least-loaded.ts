@@ -1,0 +1,32 @@
+import { filterCandidates } from '../pipeline.js';
+import { healthyFilter } from '../filters/healthy.js';
+import { modelFilter } from '../filters/model.js';
+import type { ReplicaView, Router } from '../types.js';
+import type { SessionStore } from '../../store/types.js';
+import { sessionAdmin } from './common.js';
+
+/** Load as the gateway sees it: its own open requests plus the replica's reported waiting queue. */
+export function loadOf(r: ReplicaView): number {
+  return (r.inflight + r.waiting) / r.weight;
+}
+
+/** Least load first; equal loads in random order. */
+export function rankByLoad(candidates: readonly ReplicaView[], random: () => number): ReplicaView[] {
+  return candidates
+    .map((r) => ({ r, load: loadOf(r), tie: random() }))
+    .sort((a, b) => a.load - b.load || a.tie - b.tie)
+    .map((x) => x.r);
+}
+
+/** Baseline: the least-loaded healthy replica, ignoring sessions and caches. */
+export function createLeastLoadedRouter(store: SessionStore, now: () => number, random: () => number): Router {
+  const filters = [healthyFilter, modelFilter];
+  return {
+    strategy: 'least-loaded',
+    route(req) {
+      return { ranked: rankByLoad(filterCandidates(req, filters), random), reason: 'least-loaded', matchedTokens: 0 };
+    },
+    served() {},
+    ...sessionAdmin(store, now),
+  };
+}

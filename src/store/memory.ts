@@ -1,0 +1,49 @@
+import type { SessionInfo } from '../routing/types.js';
+import type { SessionStore } from './types.js';
+
+export interface MemoryStoreOptions {
+  /** Most pins kept; the least recently used go first. */
+  maxSessions: number;
+  /** A pin unused for this long is forgotten (the replica's cache has likely evicted it too). */
+  ttlMs: number;
+}
+
+/** In-process session pins: a Map in LRU order (re-inserted on every touch) with a TTL. */
+export function createMemorySessionStore(opts: MemoryStoreOptions): SessionStore {
+  const pins = new Map<string, SessionInfo>();
+
+  const expired = (s: SessionInfo, now: number) => now - s.lastSeen > opts.ttlMs;
+
+  return {
+    get(key, now) {
+      const s = pins.get(key);
+      if (!s) return null;
+      if (expired(s, now)) {
+        pins.delete(key);
+        return null;
+      }
+      return s;
+    },
+    pin(key, replica, warmTokens, now) {
+      const prev = pins.get(key);
+      pins.delete(key);
+      const since = prev && prev.replica === replica ? prev.since : now;
+      pins.set(key, { key, replica, since, lastSeen: now, warmTokens });
+      if (pins.size > opts.maxSessions) {
+        const oldest = pins.keys().next().value;
+        if (oldest !== undefined) pins.delete(oldest);
+      }
+    },
+    unpin: (key) => pins.delete(key),
+    countsByReplica(now) {
+      const counts = new Map<string, number>();
+      for (const s of pins.values()) {
+        if (expired(s, now)) continue;
+        counts.set(s.replica, (counts.get(s.replica) ?? 0) + 1);
+      }
+      return counts;
+    },
+    size: () => pins.size,
+    close: async () => {},
+  };
+}

@@ -1,0 +1,14 @@
+import type { SessionInfo } from '../routing/types.js';
+
+/**
+ * Where session pins live. Reads are synchronous (a local view); a shared implementation keeps the
+ * local view fresh in the background and writes through without making the request wait.
+ */
+export interface SessionStore {
+  get(key: string, now: number): SessionInfo | null;
+  pin(key: string, replica: string, warmTokens: number, now: number): void;
+  unpin(key: string): boolean;
+  countsByReplica(now: number): Map<string, number>;
+  size(): number;
+  close(): Promise<void>;
+}
