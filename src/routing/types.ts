@@ -41,6 +41,11 @@ export interface RequestIdentity {
   readonly promptTokens: number;
   /** Stable key for a fresh placement when there is no session key (e.g. hash of the first user turn). */
   readonly placementKey: string | null;
+  /**
+   * Estimated tokens before the first user message (seed + system/developer messages): a prefix
+   * match no longer than this is the shared system prompt, not this conversation. 0 when unknown.
+   */
+  readonly sharedTokens?: number;
 }
 
 export interface RouteRequest {
@@ -54,6 +59,8 @@ export interface Decision {
   readonly reason: RouteReason;
   /** Tokens of the prompt the chosen replica is believed to hold warm (0 when unknown). */
   readonly matchedTokens: number;
+  /** The cost model's TTFT estimate for the first ranked replica, ms (affinity strategy only). */
+  readonly estimatedTtftMs?: number;
 }
 
 /** Filters narrow the candidate set; they never reorder. */
@@ -108,4 +115,28 @@ export interface Router {
   unpin(key: string): boolean;
   /** Number of live pins per replica (for /admin/replicas). */
   pinsByReplica(): ReadonlyMap<string, number>;
+  /** A replica left the fleet or restarted: its cache is gone, forget what routing believed it held. */
+  forgetReplica?(replica: string): void;
+  /** Routing state for /admin and gauges; cheap enough to call once per scrape, not per request. */
+  stats?(): RouterStats;
+}
+
+/** What the cost model has learned about one replica. */
+export interface ReplicaCost {
+  readonly fixedMs: number;
+  readonly prefillMsPerToken: number;
+  readonly queueMsPerWaiting: number;
+  readonly msPerRunning: number;
+  /** Observations behind the estimate (0: still the prior). */
+  readonly samples: number;
+}
+
+export interface RouterStats {
+  /** Entries (chain link × replica) in the prefix index. */
+  readonly prefixEntries: number;
+  /** Estimated prompt tokens the index believes each replica holds. */
+  readonly prefixTokensByReplica: ReadonlyMap<string, number>;
+  readonly costByReplica: ReadonlyMap<string, ReplicaCost>;
+  /** Learned ratio of reported prompt tokens to the gateway's estimate (1 until usage is seen). */
+  readonly tokenScale: number;
 }

@@ -1,0 +1,94 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig, type ServeFlags } from './config/load.js';
+import { buildGateway } from './server.js';
+
+const USAGE = `warmroute — session-affinity gateway for LLM serving
+
+Usage:
+  warmroute serve [--config FILE] [--upstream URL]... [--host H] [--port N] [--admin-port N]
+                  [--admin-host H] [--strategy affinity|round-robin|least-loaded|session-hash]
+                  [--redis URL] [--log-level L]
+  warmroute probe --base-url URL --model M [--compare URL2] [--json] [--trials N]   (see: warmroute probe --help)
+
+Every serve flag has an environment twin (WARMROUTE_UPSTREAM, WARMROUTE_PORT, ...).
+Precedence: flag > environment > config file > defaults.`;
+
+const SERVE_OPTIONS = {
+  config: { type: 'string' },
+  upstream: { type: 'string', multiple: true },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'admin-host': { type: 'string' },
+  'admin-port': { type: 'string' },
+  strategy: { type: 'string' },
+  redis: { type: 'string' },
+  'log-level': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+async function serve(argv: string[]): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: SERVE_OPTIONS, strict: true });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const flags: ServeFlags = {
+    config: values.config, upstream: values.upstream, host: values.host, port: values.port,
+    adminHost: values['admin-host'], adminPort: values['admin-port'], strategy: values.strategy,
+    redis: values.redis, logLevel: values['log-level'],
+  };
+  let config;
+  try {
+    config = loadConfig(flags);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      process.stderr.write(`warmroute: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+  const gateway = buildGateway(config);
+  await gateway.listen();
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      gateway.log.info({ signal }, 'shutting down');
+      gateway.close().then(resolve, (e) => {
+        gateway.log.error({ err: e }, 'error while closing');
+        resolve();
+      });
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  return 0;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return serve(rest);
+    case 'probe': {
+      const { probeMain } = await import('./probe/index.js');
+      return probeMain(rest);
+    }
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(`${USAGE}\n`);
+      return command === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`warmroute: unknown command ${JSON.stringify(command)}\n\n${USAGE}\n`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (e: unknown) => {
+    process.stderr.write(`warmroute: ${(e as Error)?.stack ?? String(e)}\n`);
+    process.exitCode = 1;
+  },
+);

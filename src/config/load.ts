@@ -1,0 +1,154 @@
+import { readFileSync } from 'node:fs';
+import { Value } from '@sinclair/typebox/value';
+import { parse as parseYaml } from 'yaml';
+import { ConfigSchema, type ResolvedConfig, type UpstreamConfig } from './schema.js';
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  }
+}
+
+/** Command-line flags of `warmroute serve`; each has a WARMROUTE_* environment twin. */
+export interface ServeFlags {
+  config?: string;
+  upstream?: string[];
+  host?: string;
+  port?: string;
+  adminHost?: string;
+  adminPort?: string;
+  strategy?: string;
+  redis?: string;
+  logLevel?: string;
+}
+
+const ENV: Record<keyof ServeFlags, string> = {
+  config: 'WARMROUTE_CONFIG',
+  upstream: 'WARMROUTE_UPSTREAM',
+  host: 'WARMROUTE_HOST',
+  port: 'WARMROUTE_PORT',
+  adminHost: 'WARMROUTE_ADMIN_HOST',
+  adminPort: 'WARMROUTE_ADMIN_PORT',
+  strategy: 'WARMROUTE_STRATEGY',
+  redis: 'WARMROUTE_REDIS',
+  logLevel: 'WARMROUTE_LOG_LEVEL',
+};
+
+export function envVarOf(flag: keyof ServeFlags): string {
+  return ENV[flag];
+}
+
+/** Flags from the environment: WARMROUTE_UPSTREAM holds a comma- or space-separated list. */
+export function flagsFromEnv(env: NodeJS.ProcessEnv): ServeFlags {
+  const out: ServeFlags = {};
+  for (const [flag, name] of Object.entries(ENV) as [keyof ServeFlags, string][]) {
+    const v = env[name];
+    if (v === undefined || v === '') continue;
+    if (flag === 'upstream') out.upstream = v.split(/[\s,]+/).filter(Boolean);
+    else out[flag] = v;
+  }
+  return out;
+}
+
+type Raw = Record<string, any>;
+
+function setPath(obj: Raw, path: string[], value: unknown): void {
+  let o = obj;
+  for (const k of path.slice(0, -1)) o = o[k] ??= {};
+  o[path[path.length - 1]] = value;
+}
+
+/** A number from a flag, kept as the string when it is not one so validation names it. */
+function num(v: string): number | string {
+  return /^\d+$/.test(v) ? Number(v) : v;
+}
+
+function applyFlags(raw: Raw, f: ServeFlags): void {
+  if (f.upstream?.length) raw.upstreams = f.upstream.map((url) => ({ url }));
+  if (f.host !== undefined) setPath(raw, ['listen', 'host'], f.host);
+  if (f.port !== undefined) setPath(raw, ['listen', 'port'], num(f.port));
+  if (f.adminHost !== undefined) setPath(raw, ['admin', 'host'], f.adminHost);
+  if (f.adminPort !== undefined) setPath(raw, ['admin', 'port'], num(f.adminPort));
+  if (f.strategy !== undefined) setPath(raw, ['routing', 'strategy'], f.strategy);
+  if (f.redis !== undefined) setPath(raw, ['redis', 'url'], f.redis);
+  if (f.logLevel !== undefined) setPath(raw, ['logging', 'level'], f.logLevel);
+}
+
+function readFile(path: string): Raw {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new ConfigError([`cannot read config file ${path}: ${(e as Error).message}`]);
+  }
+  try {
+    const doc = parseYaml(text) as unknown;
+    if (doc === null || doc === undefined) return {};
+    if (typeof doc !== 'object' || Array.isArray(doc)) throw new Error('the top level must be a mapping');
+    return doc as Raw;
+  } catch (e) {
+    throw new ConfigError([`${path}: ${(e as Error).message}`]);
+  }
+}
+
+function upstreamName(url: string): string {
+  const u = new URL(url);
+  return `${u.hostname}:${u.port || (u.protocol === 'https:' ? '443' : '80')}`;
+}
+
+/**
+ * Builds the running configuration: defaults < file < environment < flags.
+ * Every problem is reported at once, each with its path; the result is frozen.
+ */
+export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.env): ResolvedConfig {
+  const fromEnv = flagsFromEnv(env);
+  const file = flags.config ?? fromEnv.config;
+  const raw: Raw = file ? readFile(file) : {};
+  applyFlags(raw, fromEnv);
+  applyFlags(raw, flags);
+  if (raw.upstreams === undefined) {
+    throw new ConfigError(['no upstream replicas: pass --upstream URL (repeatable), set WARMROUTE_UPSTREAM, or list `upstreams` in the config file']);
+  }
+  return resolveConfig(raw);
+}
+
+/** Validates a raw config object (as read from YAML), fills defaults, names upstreams, freezes. */
+export function resolveConfig(raw: Raw): ResolvedConfig {
+  const withDefaults = Value.Default(ConfigSchema, structuredClone(raw)) as Raw;
+  const problems = [...Value.Errors(ConfigSchema, withDefaults)].map((e) => `${e.path || '/'}: ${e.message}${e.value !== undefined && typeof e.value !== 'object' ? ` (got ${JSON.stringify(e.value)})` : ''}`);
+  if (problems.length) throw new ConfigError(problems);
+
+  const upstreams: UpstreamConfig[] = (withDefaults.upstreams as UpstreamConfig[]).map((u) => ({
+    ...u,
+    url: u.url.replace(/\/$/, ''),
+    name: u.name ?? upstreamName(u.url),
+  }));
+  const seen = new Set<string>();
+  for (const [i, u] of upstreams.entries()) {
+    if (seen.has(u.name)) problems.push(`/upstreams/${i}/name: duplicate replica name ${u.name}`);
+    seen.add(u.name);
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return deepFreeze({ ...(withDefaults as ResolvedConfig), upstreams });
+}
+
+/** Settings that cost latency or visibility; each is logged at warn on start. */
+export function performanceWarnings(c: ResolvedConfig): string[] {
+  const w: string[] = [];
+  if (c.routing.strategy !== 'affinity') {
+    w.push(`routing.strategy is ${c.routing.strategy}: prefix-cache affinity is OFF, so sessions will re-prefill on cold replicas`);
+  }
+  if (c.routing.sessionKeySources.length === 0) w.push('routing.sessionKeySources is empty: explicit session keys are ignored');
+  if (c.routing.sessionTtlMs < 60_000) w.push(`routing.sessionTtlMs is ${c.routing.sessionTtlMs} ms: pins expire before most voice sessions take their next turn`);
+  if (!c.headers.serverTiming) w.push('headers.serverTiming is off: clients cannot see per-hop timings');
+  if (c.logging.logPrompts) w.push('logging.logPrompts is on: prompt text will appear in debug logs');
+  return w;
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object') {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
+}

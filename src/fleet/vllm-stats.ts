@@ -1,0 +1,49 @@
+/** The load figures routing reads from a vLLM replica's Prometheus /metrics. */
+export interface VllmStats {
+  waiting: number;
+  running: number;
+  /** 0..1 */
+  kvUsage: number;
+  /** num_gpu_blocks × block_size from vllm:cache_config_info; null when absent. */
+  kvCapacityTokens: number | null;
+}
+
+const SAMPLE = /^(vllm:[a-z_]+)(\{[^}]*\})?\s+(\S+)/;
+
+function label(labels: string, name: string): string | null {
+  const m = new RegExp(`(?:^|[{,])${name}="([^"]*)"`).exec(labels);
+  return m ? m[1] : null;
+}
+
+/**
+ * Sums the samples over every engine/model a replica reports (vLLM V1 names; the V0 name
+ * `vllm:gpu_cache_usage_perc` is read too). Returns null when the text has none of them, so a
+ * non-vLLM upstream is noticed rather than read as idle.
+ */
+export function parseVllmMetrics(text: string): VllmStats | null {
+  const s: VllmStats = { waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: null };
+  let seen = false;
+  let kvSamples = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('vllm:')) continue;
+    const m = SAMPLE.exec(line);
+    if (!m) continue;
+    const value = Number(m[3]);
+    if (!Number.isFinite(value)) continue;
+    switch (m[1]) {
+      case 'vllm:num_requests_waiting': s.waiting += value; seen = true; break;
+      case 'vllm:num_requests_running': s.running += value; seen = true; break;
+      case 'vllm:kv_cache_usage_perc':
+      case 'vllm:gpu_cache_usage_perc': s.kvUsage += value; kvSamples++; seen = true; break;
+      case 'vllm:cache_config_info': {
+        const blocks = Number(label(m[2] ?? '', 'num_gpu_blocks'));
+        const size = Number(label(m[2] ?? '', 'block_size'));
+        if (blocks > 0 && size > 0) s.kvCapacityTokens = (s.kvCapacityTokens ?? 0) + blocks * size;
+        seen = true;
+        break;
+      }
+    }
+  }
+  if (kvSamples > 1) s.kvUsage /= kvSamples;
+  return seen ? s : null;
+}

@@ -1,0 +1,61 @@
+import type { ReplicaState } from '../fleet/registry.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import { errors } from '../errors.js';
+
+/**
+ * Per-replica admission: at most `max` requests open on a replica; the rest wait FIFO, up to
+ * `timeoutMs`. With max = 0 nothing waits. Owns ReplicaState.inflight and the inflight gauge.
+ */
+export interface Admission {
+  /** null when admitted at once (the common path: no promise, no await); else a wait. */
+  acquire(r: ReplicaState): Promise<void> | null;
+  release(r: ReplicaState): void;
+}
+
+interface Waiter { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+
+export function createAdmission(max: number, timeoutMs: number, metrics: Metrics): Admission {
+  const queues = new Map<string, Waiter[]>();
+
+  function admit(r: ReplicaState) {
+    r.inflight++;
+    metrics.inflight.set({ replica: r.name }, r.inflight);
+  }
+
+  return {
+    acquire(r) {
+      if (max === 0 || r.inflight < max) {
+        admit(r);
+        return null;
+      }
+      let q = queues.get(r.name);
+      if (!q) queues.set(r.name, (q = []));
+      const queue = q;
+      return new Promise<void>((resolve, reject) => {
+        const w: Waiter = {
+          resolve,
+          reject,
+          timer: setTimeout(() => {
+            queue.splice(queue.indexOf(w), 1);
+            metrics.queued.set({ replica: r.name }, queue.length);
+            reject(errors.queueTimeout([timeoutMs, r.name]));
+          }, timeoutMs),
+        };
+        queue.push(w);
+        metrics.queued.set({ replica: r.name }, queue.length);
+      });
+    },
+    release(r) {
+      r.inflight--;
+      metrics.inflight.set({ replica: r.name }, r.inflight);
+      const q = queues.get(r.name);
+      const next = q?.shift();
+      if (next) {
+        clearTimeout(next.timer);
+        metrics.queued.set({ replica: r.name }, q!.length);
+        admit(r);
+        next.resolve();
+      }
+    },
+  };
+}

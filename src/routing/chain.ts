@@ -1,0 +1,144 @@
+import {
+  digest, digestRange, resetWriter, writeByte, writeField, writeRaw, writeTokenIds, writeValue, writtenTextBytes,
+} from './canonical.js';
+
+/** How a prompt is cut into links and how its tokens are estimated. */
+export interface ChainOptions {
+  /** UTF-8 bytes per token for estimates (~4 for English prose, where bytes = chars). */
+  readonly bytesPerToken: number;
+  /** Completion prompts (strings): bytes per link (64 ≈ 16 tokens, one vLLM block). */
+  readonly blockBytes: number;
+  /** Completion prompts (token-id arrays): ids per link (vLLM's block size). */
+  readonly blockTokens: number;
+  /** Completion prompts: the placement key is the link ending this many blocks in (or the last). */
+  readonly placementBlocks: number;
+}
+
+export interface Chain {
+  readonly chain: string[];
+  readonly chainTokens: number[];
+  readonly promptTokens: number;
+  readonly placementKey: string | null;
+  readonly sharedTokens: number;
+}
+
+/**
+ * Chat templates wrap each message in role markers (`<|im_start|>user\n` … `<|im_end|>\n` and the
+ * like): a few tokens per message that no string in the body accounts for.
+ */
+export const MESSAGE_OVERHEAD_TOKENS = 4;
+
+const KIND_CHAT = 0x43; // C
+const KIND_TEXT = 0x54; // T
+const KIND_IDS = 0x49; // I
+
+const EMPTY: Chain = { chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0 };
+
+/** Model and cache_salt: they change the seed but are not prompt text, so they add no tokens. */
+function writeSeedHead(kind: number, body: Record<string, unknown>): number {
+  resetWriter();
+  writeByte(kind);
+  writeField(1, body.model);
+  writeField(2, body.cache_salt);
+  return writtenTextBytes();
+}
+
+/**
+ * One link per message, each hashed over the canonical rendering of (role, name, content,
+ * tool_calls, tool_call_id) and chained on the previous link; link −1 is the seed: model,
+ * cache_salt and what the template renders before the messages (tools, documents, response_format,
+ * chat_template and its kwargs). Turn n's chain therefore starts with turn n−1's whole chain.
+ */
+export function chatChain(body: Record<string, unknown>, opts: ChainOptions): Chain {
+  const messages = body.messages;
+  if (!Array.isArray(messages) || messages.length === 0) return EMPTY;
+  const bpt = opts.bytesPerToken;
+
+  const headBytes = writeSeedHead(KIND_CHAT, body);
+  writeField(3, body.chat_template);
+  writeField(4, body.chat_template_kwargs);
+  writeField(5, body.tools);
+  writeField(6, body.documents);
+  writeField(7, body.response_format);
+  const seedTokens = Math.ceil((writtenTextBytes() - headBytes) / bpt);
+  let prev = digest(0n);
+
+  const n = messages.length;
+  const chain = new Array<string>(n);
+  const chainTokens = new Array<number>(n);
+  let tokens = seedTokens;
+  let firstUser = -1;
+  for (let i = 0; i < n; i++) {
+    const m = messages[i];
+    resetWriter();
+    if (m !== null && typeof m === 'object' && !Array.isArray(m)) {
+      const msg = m as Record<string, unknown>;
+      writeField(1, msg.role);
+      writeField(2, msg.name);
+      writeField(3, msg.content);
+      writeField(4, msg.tool_calls);
+      writeField(5, msg.tool_call_id);
+      if (firstUser < 0 && msg.role === 'user') firstUser = i;
+    } else {
+      writeValue(m);
+    }
+    prev = digest(prev);
+    chain[i] = prev.toString(16);
+    tokens += Math.ceil(writtenTextBytes() / bpt) + MESSAGE_OVERHEAD_TOKENS;
+    chainTokens[i] = tokens;
+  }
+  // System prompt + first user turn: stable for the whole conversation, distinct across conversations.
+  const placementAt = firstUser < 0 ? n - 1 : firstUser;
+  const sharedTokens = firstUser < 0 ? tokens : firstUser === 0 ? seedTokens : chainTokens[firstUser - 1];
+  resetWriter();
+  return { chain, chainTokens, promptTokens: tokens, placementKey: chain[placementAt], sharedTokens };
+}
+
+/**
+ * Fixed-size blocks, like vLLM's own block hashes: a string prompt is cut every `blockBytes` bytes
+ * of UTF-8, a token-id prompt every `blockTokens` ids. A batch (array of prompts) is routed by its
+ * first prompt.
+ */
+export function completionChain(body: Record<string, unknown>, opts: ChainOptions): Chain {
+  let prompt = body.prompt;
+  if (Array.isArray(prompt) && prompt.length > 0 && (typeof prompt[0] === 'string' || Array.isArray(prompt[0]))) {
+    prompt = prompt[0];
+  }
+  let byteLength: number;
+  let block: number;
+  let perToken: number;
+  let seed: bigint;
+  if (typeof prompt === 'string') {
+    writeSeedHead(KIND_TEXT, body);
+    seed = digest(0n);
+    resetWriter();
+    byteLength = writeRaw(prompt);
+    block = opts.blockBytes;
+    perToken = opts.bytesPerToken;
+  } else if (Array.isArray(prompt)) {
+    writeSeedHead(KIND_IDS, body);
+    seed = digest(0n);
+    resetWriter();
+    byteLength = writeTokenIds(prompt);
+    block = opts.blockTokens * 4;
+    perToken = 4;
+  } else {
+    return EMPTY;
+  }
+  if (byteLength === 0) {
+    resetWriter();
+    return EMPTY;
+  }
+  const n = Math.ceil(byteLength / block);
+  const chain = new Array<string>(n);
+  const chainTokens = new Array<number>(n);
+  for (let i = 0, from = 0; i < n; i++, from += block) {
+    const to = Math.min(from + block, byteLength);
+    seed = digestRange(from, to, seed);
+    chain[i] = seed.toString(16);
+    chainTokens[i] = Math.ceil(to / perToken);
+  }
+  resetWriter();
+  const placementAt = Math.min(n, Math.max(1, opts.placementBlocks)) - 1;
+  return { chain, chainTokens, promptTokens: chainTokens[n - 1], placementKey: chain[placementAt], sharedTokens: 0 };
+}

@@ -1,0 +1,241 @@
+/**
+ * Which replica recently served which chain link: the gateway's model of every replica's prefix
+ * cache, bounded three ways — a global LRU by entries, a TTL per entry, and a per-replica token
+ * budget (its KV capacity) that forgets the replica's least recently used links first.
+ *
+ * An entry is one (link, replica) pair. Entries live in a slab of typed arrays indexed by slot, so
+ * 600K of them are a few flat arrays rather than 600K heap objects for the GC to trace:
+ *   - `heads`: Map link → first slot holding that link; further replicas chain through `sib`.
+ *   - a global doubly linked list (gPrev/gNext) in recency order, for the LRU bound and the TTL
+ *     sweep (the tail is always the oldest);
+ *   - one doubly linked list per replica (rPrev/rNext), for its token budget.
+ *
+ * Memory per entry, measured in test/routing/prefix-index.test.ts (≈ 120 B): the Map entry and its
+ * key string (the 16-hex-digit link, shared with nothing else once the request is gone) ≈ 70 B,
+ * plus 44 B of typed arrays and an 8 B pointer in `links`. The default 640K entries — 10,000 live
+ * sessions × 30 turns × ~2 new links per turn (the user message and the reply before it) — stay
+ * under 100 MB. Slabs grow by doubling up to `maxEntries`, so an idle gateway pays little.
+ */
+
+export interface PrefixIndexOptions {
+  /** Most (link, replica) entries kept; 0 disables the index. */
+  readonly maxEntries: number;
+  /** An entry not refreshed for this long is treated as evicted by the replica. */
+  readonly ttlMs: number;
+}
+
+export interface PrefixIndex {
+  /**
+   * Longest match per replica, scanning from the chain's end backwards: replica → tokens of the
+   * longest chain prefix it holds. Stops once `want` replicas have matched.
+   */
+  match(chain: readonly string[], chainTokens: readonly number[], now: number, want?: number): Map<string, number>;
+  /** The replica now holds every link of the chain (it just served the request). */
+  record(chain: readonly string[], chainTokens: readonly number[], replica: string, now: number): void;
+  /** The replica's KV capacity in tokens (null or ≤ 0: unknown, no per-replica bound). */
+  setCapacity(replica: string, tokens: number | null): void;
+  forgetReplica(replica: string): void;
+  size(): number;
+  tokensByReplica(): Map<string, number>;
+}
+
+const NIL = -1;
+const FIRST_SLAB = 4096;
+
+export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
+  const max = Math.max(0, Math.floor(opts.maxEntries));
+  const ttl = opts.ttlMs;
+  let cap = Math.min(max, FIRST_SLAB);
+  let links: (string | undefined)[] = new Array(cap);
+  let rep = new Int32Array(cap);
+  let incr = new Int32Array(cap);
+  let seen = new Float64Array(cap);
+  let gPrev = new Int32Array(cap);
+  let gNext = new Int32Array(cap);
+  let rPrev = new Int32Array(cap);
+  let rNext = new Int32Array(cap);
+  let sib = new Int32Array(cap);
+  let used = 0;
+  let free = NIL;
+  let count = 0;
+  let gHead = NIL;
+  let gTail = NIL;
+  const heads = new Map<string, number>();
+
+  const ids = new Map<string, number>();
+  const names: string[] = [];
+  const rHead: number[] = [];
+  const rTail: number[] = [];
+  const rTokens: number[] = [];
+  const rCap: number[] = [];
+
+  function idOf(name: string): number {
+    let r = ids.get(name);
+    if (r === undefined) {
+      r = names.length;
+      ids.set(name, r);
+      names.push(name);
+      rHead.push(NIL);
+      rTail.push(NIL);
+      rTokens.push(0);
+      rCap.push(Infinity);
+    }
+    return r;
+  }
+
+  function grow(): void {
+    const next = Math.min(max, cap * 2);
+    const widen = <T extends Int32Array | Float64Array>(a: T, make: (n: number) => T): T => {
+      const b = make(next);
+      b.set(a);
+      return b;
+    };
+    const i32 = (n: number) => new Int32Array(n);
+    rep = widen(rep, i32);
+    incr = widen(incr, i32);
+    seen = widen(seen, (n) => new Float64Array(n));
+    gPrev = widen(gPrev, i32);
+    gNext = widen(gNext, i32);
+    rPrev = widen(rPrev, i32);
+    rNext = widen(rNext, i32);
+    sib = widen(sib, i32);
+    links.length = next;
+    cap = next;
+  }
+
+  function unlinkGlobal(s: number): void {
+    const p = gPrev[s], n = gNext[s];
+    if (p !== NIL) gNext[p] = n; else gHead = n;
+    if (n !== NIL) gPrev[n] = p; else gTail = p;
+  }
+  function pushGlobal(s: number): void {
+    gPrev[s] = NIL;
+    gNext[s] = gHead;
+    if (gHead !== NIL) gPrev[gHead] = s; else gTail = s;
+    gHead = s;
+  }
+  function unlinkReplica(s: number): void {
+    const r = rep[s], p = rPrev[s], n = rNext[s];
+    if (p !== NIL) rNext[p] = n; else rHead[r] = n;
+    if (n !== NIL) rPrev[n] = p; else rTail[r] = p;
+  }
+  function pushReplica(s: number): void {
+    const r = rep[s];
+    rPrev[s] = NIL;
+    rNext[s] = rHead[r];
+    if (rHead[r] !== NIL) rPrev[rHead[r]] = s; else rTail[r] = s;
+    rHead[r] = s;
+  }
+
+  function remove(s: number): void {
+    unlinkGlobal(s);
+    unlinkReplica(s);
+    rTokens[rep[s]] -= incr[s];
+    const link = links[s] as string;
+    const head = heads.get(link) as number;
+    if (head === s) {
+      if (sib[s] === NIL) heads.delete(link); else heads.set(link, sib[s]);
+    } else {
+      let p = head;
+      while (sib[p] !== s) p = sib[p];
+      sib[p] = sib[s];
+    }
+    links[s] = undefined;
+    count--;
+    gNext[s] = free;
+    free = s;
+  }
+
+  function alloc(): number {
+    if (free === NIL) {
+      if (used === cap && cap < max) grow();
+      if (used < cap) return used++;
+      remove(gTail); // full: the least recently used entry makes room
+    }
+    const s = free;
+    free = gNext[s];
+    return s;
+  }
+
+  function find(link: string, r: number): number {
+    let s = heads.get(link) ?? NIL;
+    while (s !== NIL && rep[s] !== r) s = sib[s];
+    return s;
+  }
+
+  function fitCapacity(r: number): void {
+    while (rTokens[r] > rCap[r] && rTail[r] !== NIL) remove(rTail[r]);
+  }
+
+  function sweepExpired(now: number): void {
+    while (gTail !== NIL && now - seen[gTail] > ttl) remove(gTail);
+  }
+
+  return {
+    match(chain, chainTokens, now, want = Infinity) {
+      const out = new Map<string, number>();
+      if (count === 0) return out;
+      for (let i = chain.length - 1; i >= 0; i--) {
+        let s = heads.get(chain[i]) ?? NIL;
+        for (; s !== NIL; s = sib[s]) {
+          if (now - seen[s] > ttl) continue;
+          const name = names[rep[s]];
+          if (!out.has(name)) out.set(name, chainTokens[i]);
+        }
+        if (out.size >= want) break;
+      }
+      return out;
+    },
+
+    record(chain, chainTokens, replica, now) {
+      if (max === 0 || chain.length === 0) return;
+      sweepExpired(now);
+      const r = idOf(replica);
+      // Last link first, so the chain's first links end up most recent: when the replica runs out
+      // of room the tail of a prefix goes before its head, as vLLM frees a request's blocks.
+      for (let i = chain.length - 1; i >= 0; i--) {
+        const link = chain[i];
+        let s = find(link, r);
+        if (s !== NIL) {
+          unlinkGlobal(s);
+          unlinkReplica(s);
+        } else {
+          s = alloc();
+          links[s] = link;
+          rep[s] = r;
+          incr[s] = chainTokens[i] - (i > 0 ? chainTokens[i - 1] : 0);
+          sib[s] = heads.get(link) ?? NIL;
+          heads.set(link, s);
+          rTokens[r] += incr[s];
+          count++;
+        }
+        seen[s] = now;
+        pushGlobal(s);
+        pushReplica(s);
+      }
+      fitCapacity(r);
+    },
+
+    setCapacity(replica, tokens) {
+      const c = tokens === null || !(tokens > 0) ? Infinity : tokens;
+      const r = idOf(replica);
+      if (rCap[r] === c) return;
+      rCap[r] = c;
+      fitCapacity(r);
+    },
+
+    forgetReplica(replica) {
+      const r = ids.get(replica);
+      if (r === undefined) return;
+      while (rHead[r] !== NIL) remove(rHead[r]);
+    },
+
+    size: () => count,
+
+    tokensByReplica() {
+      const out = new Map<string, number>();
+      for (let r = 0; r < names.length; r++) if (rTokens[r] > 0) out.set(names[r], rTokens[r]);
+      return out;
+    },
+  };
+}

@@ -1,0 +1,129 @@
+import type { AddressInfo } from 'node:net';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { Agent } from 'undici';
+import { buildAdmin } from './admin.js';
+import type { ResolvedConfig } from './config/schema.js';
+import { performanceWarnings } from './config/load.js';
+import { createHealth, type Health } from './fleet/health.js';
+import { createRegistry, type Registry } from './fleet/registry.js';
+import { createAdmission } from './proxy/admission.js';
+import { registerClientRoutes } from './proxy/routes.js';
+import { createRouter, type Strategy } from './routing/router.js';
+import type { Router } from './routing/types.js';
+import { createMemorySessionStore } from './store/memory.js';
+import type { SessionStore } from './store/types.js';
+import { createLogger } from './telemetry/logger.js';
+import { createMetrics, type Metrics } from './telemetry/metrics.js';
+
+export interface GatewayDeps {
+  log?: Logger;
+  store?: SessionStore;
+  /** Default-process metrics (GC, event loop); off in tests that run many gateways. */
+  defaultMetrics?: boolean;
+}
+
+export interface Gateway {
+  readonly app: FastifyInstance;
+  readonly admin: FastifyInstance;
+  readonly registry: Registry;
+  readonly router: Router;
+  readonly metrics: Metrics;
+  readonly health: Health;
+  readonly log: Logger;
+  /** Probes the fleet once, then listens on both ports; returns the bound addresses. */
+  listen(): Promise<{ url: string; adminUrl: string }>;
+  /** Stops taking requests, lets open exchanges finish (up to drainMs), then closes everything. */
+  close(): Promise<void>;
+  readonly draining: () => boolean;
+}
+
+export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Gateway {
+  const log = deps.log ?? createLogger(config.logging.level);
+  const metrics = createMetrics({ defaultMetrics: deps.defaultMetrics });
+  const registry = createRegistry(config.upstreams);
+  const store = deps.store ?? createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs });
+  const router = createRouter(config.routing.strategy as Strategy, { store });
+  // One shared pool of keep-alive connections to the replicas.
+  const agent = new Agent({
+    connect: { timeout: config.timeouts.connectMs },
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 600_000,
+    connections: null,
+    pipelining: 1,
+  });
+  const health = createHealth({
+    registry, agent, metrics, log,
+    options: {
+      downBackoffMs: config.health.downBackoffMs,
+      probeIntervalMs: config.health.probeIntervalMs,
+      statsIntervalMs: config.health.statsIntervalMs,
+      probeTimeoutMs: Math.min(config.timeouts.connectMs, 2_000),
+    },
+  });
+  const admission = createAdmission(config.limits.maxInflightPerReplica, config.timeouts.queueMs, metrics);
+
+  let draining = false;
+  const isDraining = () => draining;
+  const open = new Set<Promise<unknown>>();
+
+  const app = Fastify({ logger: false, bodyLimit: config.limits.bodyBytes, keepAliveTimeout: 65_000, forceCloseConnections: 'idle', return503OnClosing: false });
+  registerClientRoutes(app, {
+    agent, admission, health, router, metrics, config, registry, log,
+    byName: registry.byName,
+    identityOptions: { sessionKeySources: config.routing.sessionKeySources, maxSessionKeyBytes: config.routing.maxSessionKeyBytes },
+    draining: isDraining,
+    track(p) {
+      open.add(p);
+      void p.finally(() => open.delete(p));
+    },
+  });
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining });
+
+  for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
+
+  const addr = (f: FastifyInstance) => {
+    const a = f.server.address() as AddressInfo;
+    const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+    return `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${a.port}`;
+  };
+
+  return {
+    app, admin, registry, router, metrics, health, log,
+    draining: isDraining,
+    async listen() {
+      await health.probeAll();
+      await health.scrapeAll();
+      health.start();
+      await app.listen({ host: config.listen.host, port: config.listen.port });
+      await admin.listen({ host: config.admin.host, port: config.admin.port });
+      const urls = { url: addr(app), adminUrl: addr(admin) };
+      log.info({ ...urls, strategy: router.strategy, replicas: registry.replicas.map((r) => ({ name: r.name, up: r.up })) }, 'warmroute listening');
+      return urls;
+    },
+    async close() {
+      if (draining) return;
+      draining = true;
+      metrics.draining.set(1);
+      health.stop();
+      log.info({ open: open.size, drainMs: config.timeouts.drainMs }, 'draining: no new requests, waiting for open streams');
+      const closed = app.close();
+      const drained = Promise.allSettled([...open]);
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([
+        drained.then(() => false),
+        new Promise<boolean>((r) => { timer = setTimeout(() => r(true), config.timeouts.drainMs); }),
+      ]);
+      clearTimeout(timer);
+      if (timedOut) {
+        log.warn({ open: open.size }, 'drain timeout: closing the remaining streams');
+        app.server.closeAllConnections();
+      }
+      await closed;
+      await admin.close();
+      await agent.close().catch(() => agent.destroy());
+      await store.close();
+      log.info('closed');
+    },
+  };
+}

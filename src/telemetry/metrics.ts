@@ -1,0 +1,41 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ROUTE_REASONS } from '../routing/types.js';
+
+/** The hops of a request, in order; see DESIGN.md. */
+export const HOPS = ['parse', 'route', 'queue', 'connect', 'upstream_headers', 'upstream_first_token', 'stream'] as const;
+export type Hop = (typeof HOPS)[number];
+
+// Sub-millisecond resolution where the gateway's own hops live, up to a minute for whole streams.
+const HOP_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const TTFT_BUCKETS = [0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30];
+
+/** Every metric the gateway exports, defined once, on its own registry (several gateways may share a process in tests). */
+export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'warmroute_process_' });
+  const r = [registry];
+
+  const metrics = {
+    registry,
+    hopDuration: new Histogram({ name: 'warmroute_hop_duration_seconds', help: 'Time spent in each hop of a request (parse, route, queue, connect, upstream_headers, upstream_first_token, stream). upstream_headers is part of upstream_first_token.', labelNames: ['hop'] as const, buckets: HOP_BUCKETS, registers: r }),
+    ttft: new Histogram({ name: 'warmroute_ttft_seconds', help: 'Request received → first token bytes written to the client.', labelNames: ['route'] as const, buckets: TTFT_BUCKETS, registers: r }),
+    overhead: new Histogram({ name: 'warmroute_gateway_overhead_seconds', help: 'Time to first token that is not the replica\'s own: parse + route + queue + connect (incl. failed attempts).', buckets: HOP_BUCKETS, registers: r }),
+    requests: new Counter({ name: 'warmroute_requests_total', help: 'Requests answered, by replica (or "none"), route reason and status class.', labelNames: ['replica', 'route', 'code'] as const, registers: r }),
+    decisions: new Counter({ name: 'warmroute_route_decisions_total', help: 'Routing decisions by reason.', labelNames: ['reason'] as const, registers: r }),
+    retries: new Counter({ name: 'warmroute_upstream_retries_total', help: 'Attempts abandoned before any response byte and retried on the next replica, by replica and cause.', labelNames: ['replica', 'cause'] as const, registers: r }),
+    streamErrors: new Counter({ name: 'warmroute_stream_errors_total', help: 'Responses that failed after the first byte (ended with an error event), by replica and cause.', labelNames: ['replica', 'cause'] as const, registers: r }),
+    clientAborts: new Counter({ name: 'warmroute_client_aborts_total', help: 'Client disconnects before the response ended (the upstream request is aborted).', labelNames: ['replica'] as const, registers: r }),
+    replicaUp: new Gauge({ name: 'warmroute_replica_up', help: '1 when the replica takes traffic, 0 when marked down.', labelNames: ['replica'] as const, registers: r }),
+    inflight: new Gauge({ name: 'warmroute_inflight', help: 'Requests open on each replica through this gateway.', labelNames: ['replica'] as const, registers: r }),
+    queued: new Gauge({ name: 'warmroute_queued', help: 'Requests waiting for admission to each replica (limits.maxInflightPerReplica).', labelNames: ['replica'] as const, registers: r }),
+    promptTokens: new Counter({ name: 'warmroute_prompt_tokens_total', help: 'Prompt tokens reported by replicas in usage.', labelNames: ['replica'] as const, registers: r }),
+    cachedTokens: new Counter({ name: 'warmroute_cached_tokens_total', help: 'Prompt tokens the replica served from its prefix cache (usage.prompt_tokens_details.cached_tokens).', labelNames: ['replica'] as const, registers: r }),
+    healthTransitions: new Counter({ name: 'warmroute_replica_state_changes_total', help: 'Replica up/down transitions, by cause.', labelNames: ['replica', 'to', 'cause'] as const, registers: r }),
+    scrapeErrors: new Counter({ name: 'warmroute_replica_scrape_errors_total', help: 'Failed scrapes of a replica\'s /metrics or /v1/models; routing then uses stale load figures.', labelNames: ['replica', 'what'] as const, registers: r }),
+    draining: new Gauge({ name: 'warmroute_draining', help: '1 while the gateway drains on shutdown.', registers: r }),
+  };
+  for (const reason of ROUTE_REASONS) metrics.decisions.inc({ reason }, 0);
+  return metrics;
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,51 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { resolveConfig } from '../../src/config/load.js';
+import { buildGateway, type Gateway } from '../../src/server.js';
+import { loggerOptions } from '../../src/telemetry/logger.js';
+
+export interface TestGateway {
+  gw: Gateway;
+  url: string;
+  adminUrl: string;
+  /** Parsed log lines written so far. */
+  logs: Record<string, any>[];
+  close(): Promise<void>;
+}
+
+/** A real gateway on loopback port 0 in front of `upstreams`, logging into memory. */
+export async function startGateway(upstreams: string[], raw: Record<string, any> = {}): Promise<TestGateway> {
+  const logs: Record<string, any>[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const line of chunk.toString().split('\n')) if (line) logs.push(JSON.parse(line));
+      cb();
+    },
+  });
+  const config = resolveConfig({
+    ...raw,
+    upstreams: upstreams.map((url) => ({ url })),
+    listen: { host: '127.0.0.1', port: 0 },
+    admin: { host: '127.0.0.1', port: 0 },
+    logging: { level: 'info', ...(raw.logging ?? {}) },
+    health: { probeIntervalMs: 200, downBackoffMs: 300, ...(raw.health ?? {}) },
+  });
+  const log = pino(loggerOptions(config.logging.level), sink);
+  const gw = buildGateway(config, { log, defaultMetrics: false });
+  const { url, adminUrl } = await gw.listen();
+  return { gw, url, adminUrl, logs, close: () => gw.close() };
+}
+
+export function accessLines(logs: Record<string, any>[]): Record<string, any>[] {
+  return logs.filter((l) => l.msg === 'request');
+}
+
+export function chatBody(extra: Record<string, unknown> = {}, content = 'Hello there'): string {
+  return JSON.stringify({
+    model: 'fixture-model',
+    stream: true,
+    stream_options: { include_usage: true },
+    messages: [{ role: 'system', content: 'You are a voice agent.' }, { role: 'user', content }],
+    ...extra,
+  });
+}
