@@ -136,15 +136,16 @@ export function digestRange(from: number, to: number, seed: bigint): bigint {
   return xx.h64Raw(buf.subarray(from, to), seed);
 }
 
-/** Writes token ids as little-endian uint32 at the start of the buffer; returns the byte length. */
+/** Writes token ids as uint32 (platform order) at the start of the buffer; returns the byte length. */
 export function writeTokenIds(ids: readonly unknown[]): number {
   ensure(ids.length * 4 + 4);
-  const view = new DataView(buf.buffer, buf.byteOffset, buf.length);
+  // `buf` is always a fresh Uint8Array at offset 0, so a uint32 view of it is aligned.
+  const words = new Uint32Array(buf.buffer, 0, ids.length);
   for (let i = 0; i < ids.length; i++) {
     const id = ids[i];
-    view.setUint32(len, typeof id === 'number' && Number.isFinite(id) ? id >>> 0 : 0xffffffff, true);
-    len += 4;
+    words[i] = typeof id === 'number' ? id : 0xffffffff;
   }
+  len = ids.length * 4;
   return len;
 }
 

@@ -1,13 +1,14 @@
 import { filterCandidates } from '../pipeline.js';
 import { healthyFilter } from '../filters/healthy.js';
 import { modelFilter } from '../filters/model.js';
+import { depthOf, weightOf } from '../load.js';
 import type { ReplicaView, Router } from '../types.js';
 import type { SessionStore } from '../../store/types.js';
 import { sessionAdmin } from './common.js';
 
-/** Load as the gateway sees it: its own open requests plus the replica's reported waiting queue. */
+/** Load as routing sees it everywhere: requests on the replica (see depthOf) per unit of weight. */
 export function loadOf(r: ReplicaView): number {
-  return (r.inflight + r.waiting) / r.weight;
+  return depthOf(r) / weightOf(r);
 }
 
 /** Least load first; equal loads in random order. */

@@ -1,0 +1,24 @@
+/**
+ * Indices of the allowed items, cheapest first. Items whose cost is within `tieMs` of the cheapest
+ * tie, and one of them is drawn at random for the front: without that, equal replicas would be
+ * taken in list order and the first one would collect every tie. The rest are in cost order (the
+ * failover order), ties among them left in index order since nothing is decided there.
+ */
+export function rankByCost(
+  cost: readonly number[],
+  allowed: (i: number) => boolean,
+  tieMs: number,
+  random: () => number,
+): number[] {
+  const order: number[] = [];
+  for (let i = 0; i < cost.length; i++) if (allowed(i)) order.push(i);
+  if (order.length < 2) return order;
+  order.sort((a, b) => cost[a] - cost[b] || a - b);
+  let ties = 1;
+  while (ties < order.length && cost[order[ties]] - cost[order[0]] <= tieMs) ties++;
+  if (ties > 1) {
+    const k = Math.min(ties - 1, Math.floor(random() * ties));
+    [order[0], order[k]] = [order[k], order[0]];
+  }
+  return order;
+}

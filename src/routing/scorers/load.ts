@@ -1,0 +1,23 @@
+import { depthOf, weightOf } from '../load.js';
+import type { Scorer } from '../types.js';
+
+/**
+ * (1 − depth / deepest) × (1 − KV usage): 1 for an idle replica with an empty cache, 0 for the
+ * busiest one or for a full cache. Depth is weighted, so a replica of weight 2 with 4 requests
+ * scores like one of weight 1 with 2. KV usage matters apart from depth: near 100% vLLM preempts
+ * running requests and evicts cached prefixes, so a warm prefix there is worth less.
+ */
+export const loadScorer: Scorer = {
+  name: 'load',
+  score(_req, candidates) {
+    let deepest = 0;
+    for (const r of candidates) deepest = Math.max(deepest, depthOf(r) / weightOf(r));
+    const out = new Map<string, number>();
+    for (const r of candidates) {
+      const queue = deepest > 0 ? 1 - depthOf(r) / weightOf(r) / deepest : 1;
+      const kv = 1 - Math.min(1, Math.max(0, r.kvUsage));
+      out.set(r.name, queue * kv);
+    }
+    return out;
+  },
+};
