@@ -11,6 +11,7 @@ import { createAdmission } from './proxy/admission.js';
 import { registerClientRoutes } from './proxy/routes.js';
 import { createRouter, type Strategy } from './routing/router.js';
 import type { Router } from './routing/types.js';
+import type { RoutingOptionsInput } from './routing/options.js';
 import { createMemorySessionStore } from './store/memory.js';
 import type { SessionStore } from './store/types.js';
 import { createLogger } from './telemetry/logger.js';
@@ -43,7 +44,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const metrics = createMetrics({ defaultMetrics: deps.defaultMetrics });
   const registry = createRegistry(config.upstreams);
   const store = deps.store ?? createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs });
-  const router = createRouter(config.routing.strategy as Strategy, { store });
+  const router = createRouter(config.routing.strategy as Strategy, { store, options: config.routing.options as RoutingOptionsInput });
   // One shared pool of keep-alive connections to the replicas.
   const agent = new Agent({
     connect: { timeout: config.timeouts.connectMs },
@@ -115,10 +116,10 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
         new Promise<boolean>((r) => { timer = setTimeout(() => r(true), config.timeouts.drainMs); }),
       ]);
       clearTimeout(timer);
-      if (timedOut) {
-        log.warn({ open: open.size }, 'drain timeout: closing the remaining streams');
-        app.server.closeAllConnections();
-      }
+      if (timedOut) log.warn({ open: open.size }, 'drain timeout: closing the remaining streams');
+      // Every exchange is over (or out of time): what is left are keep-alive connections that
+      // went idle after close() began; they would otherwise hold the process for keepAliveTimeout.
+      app.server.closeAllConnections();
       await closed;
       await admin.close();
       await agent.close().catch(() => agent.destroy());

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Value } from '@sinclair/typebox/value';
 import { parse as parseYaml } from 'yaml';
+import { DEFAULT_ROUTING_OPTIONS, resolveRoutingOptions, type RoutingOptionsInput } from '../routing/options.js';
 import { ConfigSchema, type ResolvedConfig, type UpstreamConfig } from './schema.js';
 
 export class ConfigError extends Error {
@@ -123,6 +124,15 @@ export function resolveConfig(raw: Raw): ResolvedConfig {
     url: u.url.replace(/\/$/, ''),
     name: u.name ?? upstreamName(u.url),
   }));
+  const options = withDefaults.routing.options as Record<string, unknown>;
+  for (const k of Object.keys(options)) {
+    if (!(k in DEFAULT_ROUTING_OPTIONS)) problems.push(`/routing/options/${k}: unknown routing option`);
+  }
+  try {
+    resolveRoutingOptions(options as RoutingOptionsInput);
+  } catch (e) {
+    problems.push(`/routing/options: ${(e as Error).message}`);
+  }
   const seen = new Set<string>();
   for (const [i, u] of upstreams.entries()) {
     if (seen.has(u.name)) problems.push(`/upstreams/${i}/name: duplicate replica name ${u.name}`);

@@ -1,0 +1,98 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client } from 'undici';
+import { startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
+import { accessLines, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+describe('per-hop time accounting', () => {
+  let a: FixtureUpstream;
+  let g: TestGateway;
+  before(async () => {
+    a = await startFixture('a');
+    g = await startGateway([a.url]);
+  });
+  after(async () => {
+    await g.close();
+    await a.close();
+  });
+
+  it('hops add up to the TTFT, and the TTFT matches what the client measured', async () => {
+    const client = new Client(g.url); // a Client is one connection
+    const measured: number[] = [];
+    try {
+      // Warm the connection so the client's clock and the gateway's start at the same moment.
+      await (await client.request({ path: '/v1/models', method: 'GET' })).body.text();
+      for (let i = 0; i < 12; i++) {
+        const t0 = performance.now();
+        const res = await client.request({
+          path: '/v1/chat/completions', method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-session-id': 'timed', 'x-fixture-gap-ms': '30' },
+          body: chatBody(),
+        });
+        let text = '';
+        let ttft = 0;
+        for await (const c of res.body) {
+          text += c.toString();
+          if (!ttft && text.includes('"content":"tok0')) ttft = performance.now() - t0;
+        }
+        measured.push(ttft);
+      }
+    } finally {
+      await client.close();
+    }
+    await new Promise((r) => setTimeout(r, 20));
+    const lines = accessLines(g.logs).filter((l) => l.session !== null && l.path === '/v1/chat/completions');
+    assert.equal(lines.length, 12);
+    const diffs: number[] = [];
+    for (const [i, l] of lines.entries()) {
+      const h = l.hops;
+      const sum = h.parse + h.route + h.queue + h.connect + h.upstream_first_token;
+      assert.ok(Math.abs(sum - l.ttftMs) <= 0.5, `hops sum ${sum} vs ttft ${l.ttftMs}`);
+      assert.ok(h.upstream_first_token >= 25, 'the replica\'s 30 ms wait belongs to upstream_first_token');
+      assert.ok(h.upstream_headers <= h.upstream_first_token);
+      assert.ok(l.overheadMs >= 0 && l.overheadMs < l.ttftMs);
+      diffs.push(Math.abs(measured[i] - l.ttftMs));
+    }
+    // Each request's client-side TTFT agrees with the gateway's within 2 ms (median, to ride out GC pauses).
+    assert.ok(median(diffs) <= 2, `client vs gateway TTFT differ by ${median(diffs)} ms (median)`);
+  });
+
+  it('exports hop, TTFT, overhead, request, decision, replica and token metrics with bounded labels', async () => {
+    const res = await fetch(`${g.adminUrl}/metrics`);
+    const text = await res.text();
+    for (const hop of ['parse', 'route', 'queue', 'connect', 'upstream_headers', 'upstream_first_token', 'stream']) {
+      assert.match(text, new RegExp(`warmroute_hop_duration_seconds_bucket\\{le="0.0001",hop="${hop}"\\}`));
+    }
+    assert.match(text, /warmroute_ttft_seconds_count\{route="(placed|pinned)"\} \d+/);
+    assert.match(text, /warmroute_gateway_overhead_seconds_count \d+/);
+    assert.match(text, /warmroute_requests_total\{replica="127\.0\.0\.1:\d+",route="pinned",code="2xx"\} \d+/);
+    assert.match(text, /warmroute_route_decisions_total\{reason="pinned"\} \d+/);
+    assert.match(text, /warmroute_replica_up\{replica="127\.0\.0\.1:\d+"\} 1/);
+    assert.match(text, /warmroute_inflight\{replica="127\.0\.0\.1:\d+"\} 0/);
+    assert.match(text, /warmroute_prompt_tokens_total\{replica="127\.0\.0\.1:\d+"\} \d+/);
+    assert.match(text, /warmroute_cached_tokens_total\{replica="127\.0\.0\.1:\d+"\} 384/); // 12 × 32
+    assert.ok(!text.includes('timed'), 'a session id leaked into a metric label');
+    assert.ok(!text.includes('fixture-model'), 'a client model string leaked into a metric label');
+  });
+
+  it('logs one access line per request with hops, never the prompt text', async () => {
+    const before = g.logs.length;
+    const res = await fetch(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': 'secret-session' }, body: chatBody({}, 'my card number is 4242') });
+    await res.text();
+    await new Promise((r) => setTimeout(r, 20));
+    const lines = g.logs.slice(before);
+    assert.equal(lines.length, 1);
+    const l = lines[0];
+    assert.equal(l.msg, 'request');
+    assert.equal(l.level, 30);
+    assert.match(l.session, /^[0-9a-f]{12}$/);
+    assert.equal(l.sessionSource, 'header:x-session-id');
+    assert.equal(l.promptTokens > 0, true);
+    assert.equal(l.cachedTokens, 32);
+    assert.equal(l.done, true);
+    const raw = JSON.stringify(lines);
+    assert.ok(!raw.includes('4242') && !raw.includes('secret-session'));
+  });
+});
