@@ -13,6 +13,7 @@ import { createRouter, type Strategy } from './routing/router.js';
 import type { Router } from './routing/types.js';
 import type { RoutingOptionsInput } from './routing/options.js';
 import { createMemorySessionStore } from './store/memory.js';
+import { createRedisSessionStore } from './store/redis.js';
 import type { SessionStore } from './store/types.js';
 import { createLogger } from './telemetry/logger.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
@@ -31,6 +32,7 @@ export interface Gateway {
   readonly router: Router;
   readonly metrics: Metrics;
   readonly health: Health;
+  readonly store: SessionStore;
   readonly log: Logger;
   /** Probes the fleet once, then listens on both ports; returns the bound addresses. */
   listen(): Promise<{ url: string; adminUrl: string }>;
@@ -43,7 +45,9 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const log = deps.log ?? createLogger(config.logging.level);
   const metrics = createMetrics({ defaultMetrics: deps.defaultMetrics });
   const registry = createRegistry(config.upstreams);
-  const store = deps.store ?? createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs });
+  const store = deps.store ?? (config.redis.url
+    ? createRedisSessionStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
+    : createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs }));
   const router = createRouter(config.routing.strategy as Strategy, { store, options: config.routing.options as RoutingOptionsInput });
   // One shared pool of keep-alive connections to the replicas.
   const agent = new Agent({
@@ -90,9 +94,10 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   };
 
   return {
-    app, admin, registry, router, metrics, health, log,
+    app, admin, registry, router, metrics, health, store, log,
     draining: isDraining,
     async listen() {
+      if (store.ready) await waitReady(store.ready(), log);
       await health.probeAll();
       await health.scrapeAll();
       health.start();
@@ -127,4 +132,17 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       log.info('closed');
     },
   };
+}
+
+const STORE_READY_TIMEOUT_MS = 2_000;
+
+/** A shared store that is down must not keep the gateway from serving: wait a little, then go on loudly. */
+async function waitReady(ready: Promise<void>, log: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const ok = await Promise.race([
+    ready.then(() => true, () => false),
+    new Promise<boolean>((r) => { timer = setTimeout(() => r(false), STORE_READY_TIMEOUT_MS); }),
+  ]);
+  clearTimeout(timer);
+  if (!ok) log.warn({ waitedMs: STORE_READY_TIMEOUT_MS }, 'session store not reachable at start: routing from local state until it is');
 }

@@ -65,18 +65,26 @@ function writeUint(n: number): void {
 }
 
 /** Raw UTF-8 of a string with no framing; returns the bytes written. */
-export function writeRaw(s: string): number {
+function writeRaw(s: string): number {
   ensure(s.length * 3);
   const { written } = encoder.encodeInto(s, buf.subarray(len));
   len += written;
   return written;
 }
 
+/**
+ * An inline image or audio clip (`data:` URL) is hashed in full but counted as this many bytes of
+ * text: its base64 says nothing about the tokens an encoder makes of it (hundreds to a few
+ * thousand), and counting it as text would inflate the estimate by orders of magnitude.
+ */
+export const DATA_URL_TEXT_BYTES = 4096;
+
 export function writeString(s: string): void {
   writeByte(Tag.String);
   writeUint(s.length);
   writeByte(Tag.Colon);
-  textBytes += writeRaw(s);
+  const bytes = writeRaw(s);
+  textBytes += bytes > DATA_URL_TEXT_BYTES && s.startsWith('data:') ? DATA_URL_TEXT_BYTES : bytes;
 }
 
 /** Any JSON value, walked with sorted object keys. */
@@ -131,24 +139,3 @@ export function digest(seed: bigint): bigint {
   return xx.h64Raw(buf.subarray(0, len), seed);
 }
 
-/** xxhash64 of bytes [from, to) of the buffer, chained on `seed` (fixed-size completion blocks). */
-export function digestRange(from: number, to: number, seed: bigint): bigint {
-  return xx.h64Raw(buf.subarray(from, to), seed);
-}
-
-/** Writes token ids as uint32 (platform order) at the start of the buffer; returns the byte length. */
-export function writeTokenIds(ids: readonly unknown[]): number {
-  ensure(ids.length * 4 + 4);
-  // `buf` is always a fresh Uint8Array at offset 0, so a uint32 view of it is aligned.
-  const words = new Uint32Array(buf.buffer, 0, ids.length);
-  for (let i = 0; i < ids.length; i++) {
-    const id = ids[i];
-    words[i] = typeof id === 'number' ? id : 0xffffffff;
-  }
-  len = ids.length * 4;
-  return len;
-}
-
-export function writtenBytes(): number {
-  return len;
-}

@@ -1,6 +1,5 @@
-import {
-  digest, digestRange, resetWriter, writeByte, writeField, writeRaw, writeTokenIds, writeValue, writtenTextBytes,
-} from './canonical.js';
+import { kernelChain, kernelMemory } from './block-hash.js';
+import { digest, resetWriter, writeByte, writeField, writeValue, writtenTextBytes } from './canonical.js';
 
 /** How a prompt is cut into links and how its tokens are estimated. */
 export interface ChainOptions {
@@ -94,10 +93,13 @@ export function chatChain(body: Record<string, unknown>, opts: ChainOptions): Ch
   return { chain, chainTokens, promptTokens: tokens, placementKey: chain[placementAt], sharedTokens };
 }
 
+const encoder = new TextEncoder();
+
 /**
  * Fixed-size blocks, like vLLM's own block hashes: a string prompt is cut every `blockBytes` bytes
- * of UTF-8, a token-id prompt every `blockTokens` ids. A batch (array of prompts) is routed by its
- * first prompt.
+ * of UTF-8, a token-id prompt every `blockTokens` ids (as uint32). The prompt is written straight
+ * into the block-hash kernel's memory and the whole chain is hashed in one call (block-hash.ts).
+ * A batch (array of prompts) is routed by its first prompt.
  */
 export function completionChain(body: Record<string, unknown>, opts: ChainOptions): Chain {
   let prompt = body.prompt;
@@ -111,34 +113,30 @@ export function completionChain(body: Record<string, unknown>, opts: ChainOption
   if (typeof prompt === 'string') {
     writeSeedHead(KIND_TEXT, body);
     seed = digest(0n);
-    resetWriter();
-    byteLength = writeRaw(prompt);
-    block = opts.blockBytes;
+    block = Math.max(1, Math.floor(opts.blockBytes));
+    const mem = kernelMemory(prompt.length * 3);
+    byteLength = encoder.encodeInto(prompt, mem).written;
     perToken = opts.bytesPerToken;
   } else if (Array.isArray(prompt)) {
     writeSeedHead(KIND_IDS, body);
     seed = digest(0n);
-    resetWriter();
-    byteLength = writeTokenIds(prompt);
-    block = opts.blockTokens * 4;
+    block = Math.max(1, Math.floor(opts.blockTokens)) * 4;
+    const words = new Uint32Array(kernelMemory(prompt.length * 4).buffer, 0, prompt.length);
+    for (let i = 0; i < prompt.length; i++) {
+      const id = prompt[i];
+      words[i] = typeof id === 'number' ? id : 0xffffffff;
+    }
+    byteLength = prompt.length * 4;
     perToken = 4;
   } else {
     return EMPTY;
   }
-  if (byteLength === 0) {
-    resetWriter();
-    return EMPTY;
-  }
-  const n = Math.ceil(byteLength / block);
-  const chain = new Array<string>(n);
-  const chainTokens = new Array<number>(n);
-  for (let i = 0, from = 0; i < n; i++, from += block) {
-    const to = Math.min(from + block, byteLength);
-    seed = digestRange(from, to, seed);
-    chain[i] = seed.toString(16);
-    chainTokens[i] = Math.ceil(to / perToken);
-  }
   resetWriter();
+  if (byteLength === 0) return EMPTY;
+  const chain = kernelChain(byteLength, block, seed);
+  const n = chain.length;
+  const chainTokens = new Array<number>(n);
+  for (let i = 0; i < n; i++) chainTokens[i] = Math.ceil(Math.min((i + 1) * block, byteLength) / perToken);
   const placementAt = Math.min(n, Math.max(1, opts.placementBlocks)) - 1;
   return { chain, chainTokens, promptTokens: chainTokens[n - 1], placementKey: chain[placementAt], sharedTokens: 0 };
 }

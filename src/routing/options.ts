@@ -36,7 +36,10 @@ export interface RoutingOptions {
    * replica's load passes max(hardCapFactor × average, hardCapMin); then it spills and re-pins.
    */
   readonly hardCapFactor: number;
-  /** Floor of the hard cap, in requests in flight: at low traffic balance never beats a warm cache. */
+  /**
+   * Floor of the hard cap, in requests in flight per unit of weight: at low traffic balance never
+   * beats a warm cache (one vLLM replica decodes dozens of voice sessions at once without queueing).
+   */
   readonly hardCapMin: number;
   /** A session that moved less than this long ago only moves again for the hard cap or a failure (anti-flap). */
   readonly spillCooldownMs: number;
@@ -61,7 +64,7 @@ export interface RoutingOptions {
 export const DEFAULT_ROUTING_OPTIONS: RoutingOptions = {
   loadFactor: 1.25,
   hardCapFactor: 2,
-  hardCapMin: 8,
+  hardCapMin: 16,
   spillCooldownMs: 10_000,
   scoreMs: 100,
   tieMs: 1,

@@ -11,4 +11,6 @@ export interface SessionStore {
   countsByReplica(now: number): Map<string, number>;
   size(): number;
   close(): Promise<void>;
+  /** Resolves once a shared store is connected; absent for local-only stores. */
+  ready?(): Promise<void>;
 }

@@ -32,6 +32,8 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     cachedTokens: new Counter({ name: 'warmroute_cached_tokens_total', help: 'Prompt tokens the replica served from its prefix cache (usage.prompt_tokens_details.cached_tokens).', labelNames: ['replica'] as const, registers: r }),
     healthTransitions: new Counter({ name: 'warmroute_replica_state_changes_total', help: 'Replica up/down transitions, by cause.', labelNames: ['replica', 'to', 'cause'] as const, registers: r }),
     scrapeErrors: new Counter({ name: 'warmroute_replica_scrape_errors_total', help: 'Failed scrapes of a replica\'s /metrics or /v1/models; routing then uses stale load figures.', labelNames: ['replica', 'what'] as const, registers: r }),
+    storeErrors: new Counter({ name: 'warmroute_store_errors_total', help: 'Shared session store (Redis) operations that failed or were skipped while it was unreachable, by operation; routing goes on from the local view.', labelNames: ['op'] as const, registers: r }),
+    storeEvents: new Counter({ name: 'warmroute_store_events_total', help: 'Shared session store (Redis) activity: pin changes published, TTL refreshes, other gateways\' pins applied, background lookups filled or dropped, writes resynced after an outage.', labelNames: ['event'] as const, registers: r }),
     draining: new Gauge({ name: 'warmroute_draining', help: '1 while the gateway drains on shutdown.', registers: r }),
   };
   for (const reason of ROUTE_REASONS) metrics.decisions.inc({ reason }, 0);

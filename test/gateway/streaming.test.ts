@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { request as httpRequest } from 'node:http';
 import { request } from 'undici';
-import { startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
+import { lastCompletion, startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
 import { accessLines, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
 
 describe('streaming through the gateway', () => {
@@ -48,7 +48,7 @@ describe('streaming through the gateway', () => {
     assert.equal(via.statusCode, 200);
     assert.ok(viaBytes.length > 2000);
     assert.ok(viaBytes.equals(directBytes), 'streamed bytes differ');
-    assert.ok(a.seen[before].body.equals(Buffer.from(body)), 'request bytes differ');
+    assert.ok(lastCompletion(a, before).body.equals(Buffer.from(body)), 'request bytes differ');
   });
 
   it('delivers the first content chunk while the replica is still generating', async () => {
@@ -96,7 +96,7 @@ describe('streaming through the gateway', () => {
       req.end(chatBody());
     });
     for await (const _ of res) { /* drain */ }
-    const seen = a.seen[before].headers;
+    const seen = lastCompletion(a, before).headers;
     assert.equal(seen['x-drop-me'], undefined);
     assert.equal(seen['keep-alive'], undefined);
     assert.equal(seen['x-keep-me'], 'yes');
@@ -123,7 +123,7 @@ describe('client credentials and replica api keys', () => {
     try {
       let res = await request(`${plain.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: 'Bearer client-key' }, body: chatBody() });
       await res.body.text();
-      assert.equal(a.seen.at(-1)!.headers.authorization, 'Bearer client-key');
+      assert.equal(lastCompletion(a).headers.authorization, 'Bearer client-key');
 
       const { resolveConfig } = await import('../../src/config/load.js');
       const { buildGateway } = await import('../../src/server.js');
@@ -136,7 +136,7 @@ describe('client credentials and replica api keys', () => {
       const { url, adminUrl } = await gw.listen();
       res = await request(`${url}/v1/chat/completions`, { method: 'POST', headers: { authorization: 'Bearer client-key' }, body: chatBody() });
       const text = await res.body.text();
-      assert.equal(a.seen.at(-1)!.headers.authorization, 'Bearer replica-secret');
+      assert.equal(lastCompletion(a).headers.authorization, 'Bearer replica-secret');
       const admin = await (await request(`${adminUrl}/admin/replicas`)).body.text();
       await gw.close();
       for (const s of [text, JSON.stringify(res.headers), admin, lines.join('\n')]) assert.ok(!s.includes('replica-secret'), 'the replica key leaked');

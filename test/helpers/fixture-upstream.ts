@@ -105,3 +105,10 @@ export async function startFixture(name = 'fixture'): Promise<FixtureUpstream> {
 }
 
 export const FIXTURE_MODEL = MODEL;
+
+/** The last completion request the fixture saw since index `from` (health probes and scrapes land in `seen` too). */
+export function lastCompletion(f: FixtureUpstream, from = 0): SeenRequest {
+  const r = f.seen.slice(from).filter((s) => s.url.endsWith('/completions')).at(-1);
+  if (!r) throw new Error('no completion request reached the fixture');
+  return r;
+}

@@ -93,6 +93,13 @@ describe('identity: prefix chain (chat)', () => {
     assert.equal(id.promptTokens, id.chainTokens[1]);
   });
 
+  it('an inline data: URL is hashed in full but counted as at most 1K tokens', () => {
+    const image = (b64: string) => [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${b64}` } }] }];
+    const a = chatIdentity(image('A'.repeat(400_000)));
+    assert.ok(a.promptTokens < 1100, `${a.promptTokens}`);
+    assert.notEqual(chatIdentity(image('A'.repeat(399_999) + 'B')).chain[0], a.chain[0]);
+  });
+
   it('placement key: system prompt + first user turn — stable across turns, distinct across conversations', () => {
     const a = conversation(SYSTEM, 4, prng(5));
     const b = conversation(SYSTEM, 4, prng(6));

@@ -55,11 +55,13 @@ export function createAffinityRouter(store: SessionStore, now: () => number, ran
       const t = now();
       const id = req.identity;
       const candidates = filterCandidates(req, filters);
+      // Capacity is in the replica's tokens, the index counts estimated ones: close enough for a
+      // bound whose job is to forget the oldest links once a replica has surely evicted them.
       for (const r of candidates) index.setCapacity(r.name, r.kvCapacityTokens);
 
       const pin = id.sessionKey === null ? null : store.get(id.sessionKey, t);
       const pinIdx = pin === null ? -1 : candidates.findIndex((r) => r.name === pin.replica);
-      const m = id.chain.length > 0 ? index.match(id.chain, id.chainTokens, t, candidates.length) : new Map<string, number>();
+      const m = id.chain.length > 0 ? index.match(id.chain, id.chainTokens, t) : new Map<string, number>();
       // A pin may come from another gateway through a shared store, unknown to this index: its
       // recorded warm prefix counts while the replica would still hold it.
       if (pin !== null && pinIdx >= 0 && t - pin.lastSeen <= o.prefixTtlMs) {
@@ -68,9 +70,11 @@ export function createAffinityRouter(store: SessionStore, now: () => number, ran
       }
 
       let home = pinIdx;
-      if (home < 0) {
-        // A keyless (or unpinned) conversation's home: the replica holding the most of it, if
-        // that is more than the system prompt every conversation shares.
+      if (home < 0 && id.sessionKey === null) {
+        // A keyless conversation's home: the replica holding the most of it, if that is more than
+        // the system prompt every conversation shares. A keyed session without a pin is placed by
+        // its key instead, never by this gateway's local history, so that every gateway places it
+        // the same way.
         let best = id.sharedTokens ?? 0;
         for (let i = 0; i < candidates.length; i++) {
           const got = m.get(candidates[i].name) ?? 0;
@@ -115,6 +119,8 @@ export function createAffinityRouter(store: SessionStore, now: () => number, ran
       return { ranked: pick.ranked, reason: pick.reason, matchedTokens: pick.chosen.matched, estimatedTtftMs: pick.chosen.estimateMs };
     },
 
+    // `identity` must be the object route() was given: what route() saw of each replica (warm
+    // tokens, queue) is looked up by it for the cost model. A copy still records and pins.
     served(identity, outcome) {
       if (!outcome.ok) return;
       const t = now();

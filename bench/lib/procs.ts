@@ -1,0 +1,73 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+
+const children = new Set<ChildProcess>();
+let hooked = false;
+
+function killAll() {
+  for (const c of children) c.kill('SIGKILL');
+}
+
+/** Kills every child this process started when it exits, however it exits. */
+function hookExit() {
+  if (hooked) return;
+  hooked = true;
+  process.on('exit', killAll);
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.on(sig, () => { killAll(); process.exit(130); });
+}
+
+/** A free loopback port (bound and released: good enough on a private machine). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.unref();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Child {
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a process and resolves once a line of its stdout matches `ready` (at once when null;
+ * rejects after `timeoutMs`). The child is killed when this process exits.
+ */
+export async function startChild(cmd: string, args: string[], ready: RegExp | null, opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv; quietAfterReady?: boolean } = {}): Promise<Child> {
+  hookExit();
+  const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+  children.add(proc);
+  proc.on('exit', () => children.delete(proc));
+  let stderr = '';
+  proc.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
+  if (ready) await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${cmd} ${args.join(' ')} not ready after ${opts.timeoutMs ?? 20_000} ms\n${stderr}`)), opts.timeoutMs ?? 20_000);
+    const lines = createInterface({ input: proc.stdout! });
+    lines.on('line', (l) => {
+      if (ready.test(l)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`${cmd} exited with ${code} before ready\n${stderr}`)); });
+  });
+  // Keep draining stdout so a chatty child never blocks on a full pipe.
+  proc.stdout!.resume();
+  return {
+    proc,
+    stop: () => new Promise<void>((resolve) => {
+      if (proc.exitCode !== null) return resolve();
+      proc.once('exit', () => resolve());
+      proc.kill('SIGTERM');
+      setTimeout(() => proc.kill('SIGKILL'), 5_000).unref();
+    }),
+  };
+}
+
+export const TSX = ['--import', 'tsx'];

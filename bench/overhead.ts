@@ -1,0 +1,124 @@
+/**
+ * npm run bench:overhead — what does the gateway add to time-to-first-token?
+ * Same simple upstream, same client, one run: direct vs through warmroute vs through a naive
+ * fastify+reply-from proxy vs through nginx (hash $http_x_session_id consistent) when installed,
+ * at concurrency 1 and 50, streaming. Writes bench/out/overhead.{json,md}.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
+import { fmt, percentiles, type Percentiles } from './lib/percentiles.js';
+import { histogramQuantile } from './lib/prom.js';
+import { benchBody, closedLoop, ttftOnce } from './overhead/load.js';
+import { nginxPath, startNaive, startNginx, startUpstream, startWarmroute, type Target } from './overhead/targets.js';
+
+const { values: args } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '600' },
+    'requests-50': { type: 'string', default: '4000' },
+    rounds: { type: 'string', default: '4' },
+    'body-kb': { type: 'string', default: '8' },
+    'no-nginx': { type: 'boolean', default: false },
+    'no-naive': { type: 'boolean', default: false },
+    out: { type: 'string', default: 'bench/out' },
+  },
+});
+const N1 = Number(args.requests);
+const N50 = Number(args['requests-50']);
+const ROUNDS = Number(args.rounds);
+const body = benchBody(Number(args['body-kb']));
+const progress = (s: string) => process.stderr.write(`\r\x1b[K${s}`);
+
+const upstream = await startUpstream();
+const targets: Target[] = [upstream, await startWarmroute(upstream.url, ['--log-level', 'info'])];
+if (!args['no-naive']) targets.push(await startNaive(upstream.url));
+const nginx = args['no-nginx'] ? null : nginxPath();
+if (nginx) targets.push(await startNginx(nginx, upstream.url));
+else if (!args['no-nginx']) process.stderr.write('nginx not installed: the C reference is skipped (apt-get install nginx)\n');
+
+const pools1 = new Map(targets.map((t) => [t.name, new Pool(t.url, { connections: 1 })]));
+const pools50 = new Map(targets.map((t) => [t.name, new Pool(t.url, { connections: 50 })]));
+const c1 = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+const c50 = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+
+try {
+  for (const t of targets) {
+    progress(`warming ${t.name}`);
+    for (let i = 0; i < 200; i++) await ttftOnce(pools1.get(t.name)!, body, 'warm');
+    await closedLoop(pools50.get(t.name)!, body, 50, 500, 'warm');
+  }
+  // Concurrency 1: interleaved one request at a time, so drift and noise hit every target alike.
+  for (let i = 0; i < N1; i++) {
+    if (i % 50 === 0) progress(`concurrency 1: ${i}/${N1}`);
+    for (let k = 0; k < targets.length; k++) {
+      const t = targets[(i + k) % targets.length];
+      c1.get(t.name)!.push(await ttftOnce(pools1.get(t.name)!, body, `c1-${i % 7}`));
+    }
+  }
+  // Concurrency 50: blocks per target, rotated over several rounds.
+  for (let r = 0; r < ROUNDS; r++) {
+    for (let k = 0; k < targets.length; k++) {
+      const t = targets[(r + k) % targets.length];
+      progress(`concurrency 50: round ${r + 1}/${ROUNDS}, ${t.name}`);
+      c50.get(t.name)!.push(...(await closedLoop(pools50.get(t.name)!, body, 50, Math.ceil(N50 / ROUNDS), `c50-${r}`)));
+    }
+  }
+  progress('');
+
+  const wr = targets.find((t) => t.name === 'warmroute')!;
+  const metricsText = await (await fetch(`${wr.adminUrl}/metrics`)).text();
+  const selfReported = {
+    overheadP50Ms: (histogramQuantile(metricsText, 'warmroute_gateway_overhead_seconds', 0.5) ?? NaN) * 1000,
+    overheadP99Ms: (histogramQuantile(metricsText, 'warmroute_gateway_overhead_seconds', 0.99) ?? NaN) * 1000,
+  };
+
+  const rows: { concurrency: number; target: string; ttft: Percentiles; added: { p50: number; p90: number; p99: number } | null }[] = [];
+  for (const [conc, data] of [[1, c1], [50, c50]] as const) {
+    const direct = percentiles(data.get('direct')!);
+    for (const t of targets) {
+      const p = percentiles(data.get(t.name)!);
+      rows.push({ concurrency: conc, target: t.name, ttft: p, added: t.name === 'direct' ? null : { p50: p.p50 - direct.p50, p90: p.p90 - direct.p90, p99: p.p99 - direct.p99 } });
+    }
+  }
+  const added = (conc: number, name: string) => rows.find((r) => r.concurrency === conc && r.target === name)?.added ?? null;
+  const wr1 = added(1, 'warmroute')!;
+  const wr50 = added(50, 'warmroute')!;
+  const ng50 = added(50, 'nginx');
+  const goals = {
+    addedP50AtC1Ms: wr1.p50,
+    addedP50AtC1Goal: 0.5,
+    addedP50AtC1Met: wr1.p50 <= 0.5,
+    addedP99AtC50Ms: wr50.p99,
+    nginxAddedP99AtC50Ms: ng50?.p99 ?? null,
+    p99RatioToNginx: ng50 ? wr50.p99 / ng50.p99 : null,
+    p99RatioGoal: 2,
+    p99RatioMet: ng50 ? wr50.p99 <= 2 * Math.max(ng50.p99, 0) : null,
+  };
+
+  const lines = [
+    `# Gateway overhead (${new Date().toISOString()})`,
+    '',
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}. Request body ${args['body-kb']} KiB, streaming, client TTFT = request sent → first content chunk.`,
+    `Requests per target: ${N1} at concurrency 1 (interleaved), ${N50} at concurrency 50 (${ROUNDS} rotated rounds).`,
+    '',
+    '| concurrency | target | TTFT p50 ms | p90 | p99 | added p50 ms | added p90 | added p99 |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.concurrency} | ${r.target} | ${fmt(r.ttft.p50, 3)} | ${fmt(r.ttft.p90, 3)} | ${fmt(r.ttft.p99, 3)} | ${r.added ? fmt(r.added.p50, 3) : '—'} | ${r.added ? fmt(r.added.p90, 3) : '—'} | ${r.added ? fmt(r.added.p99, 3) : '—'} |`),
+    '',
+    `warmroute's own account (warmroute_gateway_overhead_seconds, all requests incl. warm-up): p50 ${fmt(selfReported.overheadP50Ms, 3)} ms, p99 ${fmt(selfReported.overheadP99Ms, 3)} ms.`,
+    '',
+    `Goal: added p50 at concurrency 1 ≤ 0.5 ms → ${fmt(wr1.p50, 3)} ms (${goals.addedP50AtC1Met ? 'met' : 'NOT met'}).`,
+    ng50
+      ? `Goal: added p99 at concurrency 50 ≤ 2 × nginx's → ${fmt(wr50.p99, 3)} ms vs nginx ${fmt(ng50.p99, 3)} ms, ratio ${fmt(goals.p99RatioToNginx!, 2)} (${goals.p99RatioMet ? 'met' : 'NOT met'}).`
+      : 'Goal vs nginx: nginx not installed, not measured.',
+  ];
+  const report = lines.join('\n');
+  mkdirSync(args.out, { recursive: true });
+  writeFileSync(`${args.out}/overhead.json`, JSON.stringify({ when: new Date().toISOString(), node: process.version, cpus: cpus().length, args, rows, selfReported, goals, raw: { c1: Object.fromEntries(c1), c50: Object.fromEntries(c50) } }, null, 1));
+  writeFileSync(`${args.out}/overhead.md`, `${report}\n`);
+  process.stdout.write(`${report}\n\nwrote ${args.out}/overhead.json and ${args.out}/overhead.md\n`);
+} finally {
+  for (const p of [...pools1.values(), ...pools50.values()]) await p.close();
+  for (const t of targets.reverse()) await t.child?.stop();
+}

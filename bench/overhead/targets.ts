@@ -1,0 +1,101 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort, startChild, TSX, type Child } from '../lib/procs.js';
+
+export interface Target {
+  name: string;
+  url: string;
+  adminUrl?: string;
+  child?: Child;
+}
+
+export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((r) => {
+      const s = connect(port, '127.0.0.1', () => { s.destroy(); r(true); });
+      s.on('error', () => r(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`nothing listening on ${port}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export async function startUpstream(): Promise<Target> {
+  const port = await freePort();
+  const child = await startChild(process.execPath, [...TSX, 'bench/overhead/upstream.ts', '--port', String(port)], /listening/);
+  return { name: 'direct', url: `http://127.0.0.1:${port}`, child };
+}
+
+export async function startWarmroute(upstream: string, extra: string[] = []): Promise<Target> {
+  const [port, admin] = [await freePort(), await freePort()];
+  // Readiness from the port, not a log line: the log level is the caller's choice.
+  const child = await startChild(process.execPath, [...TSX, 'src/cli.ts', 'serve', '--upstream', upstream, '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), ...extra], null);
+  await waitForPort(admin, 20_000);
+  return { name: 'warmroute', url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${admin}`, child };
+}
+
+export async function startNaive(upstream: string): Promise<Target> {
+  const port = await freePort();
+  const child = await startChild(process.execPath, [...TSX, 'bench/overhead/naive-proxy.ts', '--port', String(port), '--upstream', upstream], /listening/);
+  return { name: 'fastify+reply-from', url: `http://127.0.0.1:${port}`, child };
+}
+
+export function nginxPath(): string | null {
+  for (const p of ['/usr/sbin/nginx', '/usr/bin/nginx', '/usr/local/sbin/nginx']) {
+    try {
+      execFileSync(p, ['-v'], { stdio: 'ignore' });
+      return p;
+    } catch { /* not there */ }
+  }
+  return null;
+}
+
+/** nginx as the C reference: consistent hashing on the session header, keep-alive upstream, no buffering. */
+export async function startNginx(bin: string, upstream: string): Promise<Target> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'warmroute-nginx-'));
+  const up = new URL(upstream);
+  writeFileSync(join(dir, 'nginx.conf'), `
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream vllm {
+    hash $http_x_session_id consistent;
+    server ${up.hostname}:${up.port};
+    keepalive 128;
+  }
+  server {
+    listen 127.0.0.1:${port};
+    client_max_body_size 16m;
+    location / {
+      proxy_pass http://vllm;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`);
+  const { spawn } = await import('node:child_process');
+  const proc = spawn(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'ignore' });
+  process.on('exit', () => proc.kill('SIGKILL'));
+  await waitForPort(port);
+  return {
+    name: 'nginx',
+    url: `http://127.0.0.1:${port}`,
+    child: { proc, stop: async () => { proc.kill('SIGQUIT'); } },
+  };
+}

@@ -1,0 +1,258 @@
+import { randomBytes } from 'node:crypto';
+import { Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Metrics } from '../telemetry/metrics.js';
+import { createMemorySessionStore } from './memory.js';
+import type { SessionStore } from './types.js';
+
+export interface RedisStoreOptions {
+  url: string;
+  keyPrefix: string;
+  maxSessions: number;
+  ttlMs: number;
+  metrics: Metrics;
+  log: Logger;
+  /** The router's clock (wall time: `since` travels between gateways). */
+  now?: () => number;
+  /** Background lookups of local misses in flight at once; misses beyond it are not looked up. */
+  maxLookups?: number;
+  /** Writes awaiting Redis at once; beyond it (a stalled Redis) writes are dropped and resynced later. */
+  maxPendingWrites?: number;
+  /** Longest wait between reconnect attempts. */
+  maxReconnectDelayMs?: number;
+}
+
+export interface RedisSessionStore extends SessionStore {
+  /** Resolves once both connections are up; routing never needs to wait for it. */
+  ready(): Promise<void>;
+}
+
+const OPS = ['connect', 'subscribe', 'pin', 'refresh', 'unpin', 'lookup', 'resync'] as const;
+const EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced'] as const;
+type Op = (typeof OPS)[number];
+type Event = (typeof EVENTS)[number];
+type Conn = 'main' | 'sub';
+
+/** `a|b|rest`: the first n fields split on '|', the rest (a session key may hold '|') kept whole. */
+function splitN(s: string, n: number): string[] | null {
+  const out: string[] = [];
+  let from = 0;
+  for (let i = 0; i < n; i++) {
+    const j = s.indexOf('|', from);
+    if (j < 0) return null;
+    out.push(s.slice(from, j));
+    from = j + 1;
+  }
+  out.push(s.slice(from));
+  return out;
+}
+
+async function execAll(p: ChainableCommander): Promise<void> {
+  for (const [err] of (await p.exec()) ?? []) if (err) throw err;
+}
+
+/**
+ * Session pins shared between gateways through Redis, read from a local view.
+ *
+ * Placement is deterministic (rendezvous), so gateways already agree on every session that has not
+ * moved; only moves (spill, failover, a new pin) need sharing. A move is written
+ * (`SET <prefix>sess:<key> replica|since|warmTokens PX ttl`) and published on `<prefix>pins`;
+ * every other gateway applies it to its view at once. A turn on an unmoved pin costs at most one
+ * PEXPIRE per ttl/4. A local miss answers null at once (the router places by rendezvous, as any
+ * gateway would) and looks the key up in the background for the next turn. Nothing here awaits
+ * Redis on the request path or throws into the router; while Redis is away the local view routes,
+ * errors are counted, and the moves it missed are written when it returns.
+ */
+export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionStore {
+  const { metrics, log, keyPrefix, ttlMs } = opts;
+  const now = opts.now ?? Date.now;
+  const local = createMemorySessionStore({ maxSessions: opts.maxSessions, ttlMs });
+  const instance = randomBytes(6).toString('base64url');
+  const channel = `${keyPrefix}pins`;
+  const redisKey = (key: string) => `${keyPrefix}sess:${key}`;
+  const refreshEvery = Math.max(1, Math.floor(ttlMs / 4));
+  const maxLookups = opts.maxLookups ?? 64;
+  const maxPending = opts.maxPendingWrites ?? 1024;
+  const maxDelay = opts.maxReconnectDelayMs ?? 2_000;
+
+  const base: RedisOptions = {
+    lazyConnect: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), maxDelay),
+  };
+  // No offline queue: a write Redis cannot take now is counted and remembered, never buffered.
+  const main = new Redis(opts.url, { ...base, enableOfflineQueue: false, commandTimeout: 2_000 });
+  // The subscriber only ever sends SUBSCRIBE, so holding that until connected (however long) is
+  // bounded; ioredis re-subscribes by itself after each reconnect.
+  const sub = new Redis(opts.url, { ...base, enableOfflineQueue: true, maxRetriesPerRequest: null });
+
+  // Every series exists from the start, so rate() alerts work before the first error.
+  for (const op of OPS) metrics.storeErrors.inc({ op }, 0);
+  for (const event of EVENTS) metrics.storeEvents.inc({ event }, 0);
+
+  let closed = false;
+  let connected = false;
+  const down: Record<Conn, boolean> = { main: false, sub: false };
+  const count = (event: Event) => metrics.storeEvents.inc({ event });
+
+  // Warn once when a connection starts failing, info once when it is back: not a line per error.
+  function failed(conn: Conn, op: Op, err: unknown) {
+    if (closed) return;
+    metrics.storeErrors.inc({ op });
+    if (down[conn]) return;
+    down[conn] = true;
+    log.warn({ conn, op, err: (err as Error)?.message ?? String(err), keyPrefix }, 'redis session store unreachable: routing from the local view, moves will be written when it returns');
+  }
+  function recovered(conn: Conn) {
+    if (!down[conn]) return;
+    down[conn] = false;
+    log.info({ conn, keyPrefix }, 'redis session store reachable again');
+  }
+
+  // Keys whose last move or unpin did not reach Redis, in age order, as many as the view holds.
+  const dirty = new Map<string, 'pin' | 'unpin'>();
+  function markDirty(key: string, what: 'pin' | 'unpin') {
+    dirty.delete(key);
+    dirty.set(key, what);
+    if (dirty.size > opts.maxSessions) dirty.delete(dirty.keys().next().value as string);
+  }
+
+  let pending = 0;
+  function send<T>(op: Op, run: () => Promise<T>, ok: (v: T) => void, onFail?: () => void) {
+    if (main.status !== 'ready' || pending >= maxPending) {
+      failed('main', op, main.status !== 'ready' ? `connection ${main.status}` : 'too many writes pending');
+      onFail?.();
+      return;
+    }
+    pending++;
+    run().then(
+      (v) => { pending--; recovered('main'); ok(v); resync(); },
+      (e) => { pending--; failed('main', op, e); onFail?.(); },
+    );
+  }
+
+  /**
+   * Writes the moves Redis missed, as many as the pending-write bound allows; the rest go as those
+   * complete. Driven by successes only, so a Redis that fails every write is not retried in a loop.
+   */
+  function resync() {
+    while (dirty.size > 0 && main.status === 'ready' && pending < maxPending) {
+      const [key, what] = dirty.entries().next().value as [string, 'pin' | 'unpin'];
+      dirty.delete(key);
+      publishState(key, what, 'resync');
+    }
+  }
+
+  /** Writes the key's current local state (its pin, or its absence) and tells the other gateways. */
+  function publishState(key: string, what: 'pin' | 'unpin', op: Op) {
+    const s = what === 'pin' ? local.get(key, now()) : null;
+    if (what === 'pin' && s === null) return; // evicted meanwhile: nothing worth sharing
+    const write = () => s !== null
+      ? main.pipeline()
+        .set(redisKey(key), `${s.replica}|${s.since}|${s.warmTokens}`, 'PX', ttlMs)
+        .publish(channel, `p|${instance}|${s.replica}|${s.since}|${s.warmTokens}|${key}`)
+      : main.pipeline().del(redisKey(key)).publish(channel, `u|${instance}|${key}`);
+    send(op, () => execAll(write()), () => count(op === 'resync' ? 'resynced' : 'published'), () => markDirty(key, what));
+  }
+
+  function refresh(key: string) {
+    send('refresh', () => main.pexpire(redisKey(key), ttlMs), (n) => {
+      // Gone from Redis (it restarted empty, or evicted it): write it again.
+      if (n === 0) publishState(key, 'pin', 'resync');
+      else count('refreshed');
+    });
+  }
+
+  /** Another gateway's pin, as read off the wire; the newer move wins when two crossed. */
+  function apply(key: string, replica: string, sinceText: string, warmText: string): boolean {
+    const since = Number(sinceText);
+    const warm = Number(warmText) || 0;
+    if (!Number.isFinite(since)) return false;
+    const t = now();
+    const cur = local.get(key, t);
+    if (cur !== null && (cur.replica === replica || cur.since > since)) return false;
+    // Pinned twice: the first sets `since` to when the move happened (the spill cooldown counts from
+    // there, not from when this gateway heard of it), the second marks it used now.
+    local.pin(key, replica, warm, Math.min(since, t));
+    local.pin(key, replica, warm, t);
+    count('applied');
+    return true;
+  }
+
+  const lookups = new Set<string>();
+  function lookup(key: string) {
+    if (lookups.has(key) || closed) return;
+    if (lookups.size >= maxLookups) return count('lookup_dropped');
+    lookups.add(key);
+    const done = () => lookups.delete(key);
+    send('lookup', () => main.get(redisKey(key)), (v) => {
+      done();
+      // A pin this gateway made while the lookup was out is newer than what the lookup read.
+      const f = v === null || local.get(key, now()) !== null ? null : splitN(v, 2);
+      if (f !== null && apply(key, f[0], f[1], f[2])) count('filled');
+    }, done);
+  }
+
+  sub.on('message', (_ch: string, msg: string) => {
+    if (msg.startsWith('p|')) {
+      const f = splitN(msg, 5);
+      if (f !== null && f[1] !== instance) apply(f[5], f[2], f[3], f[4]);
+    } else if (msg.startsWith('u|')) {
+      const f = splitN(msg, 2);
+      if (f !== null && f[1] !== instance && local.unpin(f[2])) count('applied');
+    }
+  });
+  const subscribed = sub.subscribe(channel).catch((e: unknown) => failed('sub', 'subscribe', e));
+
+  main.on('error', (e: unknown) => failed('main', 'connect', e));
+  sub.on('error', (e: unknown) => failed('sub', 'subscribe', e));
+  sub.on('ready', () => recovered('sub'));
+  main.on('ready', () => {
+    if (!connected) log.info({ keyPrefix }, 'redis session store connected');
+    connected = true;
+    recovered('main');
+    // Moves made while Redis was away: write them now so other gateways and later lookups see them.
+    resync();
+  });
+
+  const whenReady = (c: Redis) => (c.status === 'ready' ? Promise.resolve() : new Promise<void>((r) => c.once('ready', () => r())));
+
+  return {
+    get(key, t) {
+      const s = local.get(key, t);
+      if (s === null) lookup(key);
+      return s;
+    },
+    pin(key, replica, warmTokens, t) {
+      const prev = local.get(key, t);
+      local.pin(key, replica, warmTokens, t);
+      if (prev === null || prev.replica !== replica) return publishState(key, 'pin', 'pin');
+      // Unmoved: keep the Redis key alive, at most once per quarter TTL — on the first turn in each
+      // quarter since the move, which needs no per-key state beyond the pin itself.
+      if (Math.floor((t - prev.since) / refreshEvery) !== Math.floor((prev.lastSeen - prev.since) / refreshEvery)) refresh(key);
+    },
+    unpin(key) {
+      const had = local.unpin(key);
+      publishState(key, 'unpin', 'unpin');
+      return had;
+    },
+    countsByReplica: (t) => local.countsByReplica(t),
+    size: () => local.size(),
+    async ready() {
+      await Promise.all([whenReady(main), whenReady(sub), subscribed]);
+    },
+    async close() {
+      closed = true;
+      await Promise.all([main, sub].map(async (c) => {
+        if (c.status === 'ready') {
+          let timer: NodeJS.Timeout | undefined;
+          // QUIT lets queued writes finish; a Redis that stopped answering gets half a second.
+          await Promise.race([c.quit().catch(() => {}), new Promise((r) => { timer = setTimeout(r, 500); })]);
+          clearTimeout(timer);
+        }
+        c.disconnect();
+      }));
+    },
+  };
+}

@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { isWarmrouteError } from '../../src/errors.js';
+import { createRouter } from '../../src/routing/router.js';
+import type { RequestIdentity, Router } from '../../src/routing/types.js';
+import { chatIdentity, conversation, fleet, keyIdentity, prng, replica, store, words, type MutableReplica } from './helpers.js';
+
+const SYSTEM = words(800, prng(99)); // ~1.5K tokens of shared system prompt
+
+function setup(n = 4, options = {}) {
+  let clock = 1_000_000;
+  const replicas = fleet(n);
+  const router = createRouter('affinity', { store: store(), now: () => clock, random: prng(5), options });
+  const send = (identity: RequestIdentity, ttft = 80) => {
+    const d = router.route({ identity, replicas });
+    router.served(identity, { replica: d.ranked[0].name, ok: true, upstreamTtftMs: ttft, promptTokens: null, cachedTokens: null });
+    return d;
+  };
+  return { replicas, router, send, tick: (ms: number) => (clock += ms) };
+}
+const byName = (rs: MutableReplica[], name: string) => rs.find((r) => r.name === name) as MutableReplica;
+
+describe('affinity: keyed sessions', () => {
+  it('placed, then pinned to the same replica with its prompt counted warm', () => {
+    const { router, send, tick } = setup();
+    const conv = conversation(SYSTEM, 3, prng(1));
+    const first = send(chatIdentity(conv.messages(1), 'call-1'));
+    assert.equal(first.reason, 'placed');
+    tick(5000);
+    const second = send(chatIdentity(conv.messages(2), 'call-1'));
+    assert.equal(second.reason, 'pinned');
+    assert.equal(second.ranked[0].name, first.ranked[0].name);
+    assert.equal(second.matchedTokens, chatIdentity(conv.messages(1)).promptTokens);
+    assert.ok(typeof second.estimatedTtftMs === 'number' && second.estimatedTtftMs > 0);
+    const info = router.session('call-1');
+    assert.equal(info?.replica, first.ranked[0].name);
+    assert.equal(info?.warmTokens, chatIdentity(conv.messages(2)).promptTokens);
+  });
+
+  it('unpin forgets the session: the next request is placed again', () => {
+    const { router, send } = setup();
+    send(keyIdentity('call-2'));
+    assert.equal(router.unpin('call-2'), true);
+    assert.equal(router.session('call-2'), null);
+    assert.equal(send(keyIdentity('call-2')).reason, 'placed');
+  });
+
+  it('the admin view reports nothing warm once the prefix TTL has passed', () => {
+    const { router, send, tick } = setup(4, { prefixTtlMs: 60_000 });
+    send(chatIdentity(conversation(SYSTEM, 1, prng(2)).messages(1), 'call-3'));
+    tick(61_000);
+    assert.equal(router.session('call-3')?.warmTokens, 0);
+  });
+
+  it('pinned replica down: failover to another, which becomes the new pin', () => {
+    const { replicas, router, send } = setup();
+    const home = send(keyIdentity('call-4')).ranked[0].name;
+    byName(replicas, home).up = false;
+    const d = send(keyIdentity('call-4'));
+    assert.equal(d.reason, 'failover');
+    assert.notEqual(d.ranked[0].name, home);
+    assert.equal(router.session('call-4')?.replica, d.ranked[0].name);
+    assert.equal(send(keyIdentity('call-4')).reason, 'pinned');
+  });
+
+  it('over the hard cap: spill, re-pin, and no bounce back when the old replica frees up', () => {
+    const { replicas, router, send, tick } = setup(4, { hardCapMin: 4 });
+    const conv = conversation(SYSTEM, 4, prng(3));
+    const home = send(chatIdentity(conv.messages(1), 'call-5')).ranked[0].name;
+    tick(5000);
+    byName(replicas, home).inflight = 4;
+    const spilled = send(chatIdentity(conv.messages(2), 'call-5'));
+    assert.equal(spilled.reason, 'spill');
+    assert.notEqual(spilled.ranked[0].name, home);
+    assert.equal(router.session('call-5')?.replica, spilled.ranked[0].name);
+    byName(replicas, home).inflight = 0;
+    for (let turn = 3; turn <= 4; turn++) {
+      tick(5000);
+      const d = send(chatIdentity(conv.messages(turn), 'call-5'));
+      assert.equal(d.reason, 'pinned');
+      assert.equal(d.ranked[0].name, spilled.ranked[0].name);
+    }
+  });
+
+  it('the cost model spills a short session off a long vLLM queue but keeps a long warm one', () => {
+    const { replicas, send, tick } = setup();
+    const short = chatIdentity([{ role: 'user', content: 'hi' }], 'short');
+    const long = chatIdentity([{ role: 'system', content: words(5000, prng(4)) }, { role: 'user', content: 'hi' }], 'long');
+    const homeShort = send(short).ranked[0].name;
+    const homeLong = send(long).ranked[0].name;
+    tick(60_000); // past the cooldown
+    for (const r of replicas) r.waiting = 0;
+    byName(replicas, homeShort).waiting = 6;
+    assert.equal(send(short).reason, 'spill');
+    for (const r of replicas) r.waiting = 0;
+    byName(replicas, homeLong).waiting = 6;
+    const d = send(long);
+    assert.equal(d.reason, 'pinned', '6 × 50 ms of queue is cheaper than re-prefilling ~9K tokens');
+  });
+});
+
+describe('affinity: keyless conversations', () => {
+  it('follow-up turns find the replica holding the conversation (reason prefix)', () => {
+    const { send, tick } = setup();
+    const conv = conversation(SYSTEM, 5, prng(6));
+    const first = send(chatIdentity(conv.messages(1)));
+    assert.equal(first.reason, 'placed');
+    for (let turn = 2; turn <= 5; turn++) {
+      tick(4000);
+      const d = send(chatIdentity(conv.messages(turn)));
+      assert.equal(d.reason, 'prefix');
+      assert.equal(d.ranked[0].name, first.ranked[0].name);
+      assert.equal(d.matchedTokens, chatIdentity(conv.messages(turn - 1)).promptTokens);
+    }
+  });
+
+  it('a shared system prompt alone is not a match: new conversations spread by their first user turn', () => {
+    const { send } = setup(4);
+    const counts = new Map<string, number>();
+    for (let c = 0; c < 200; c++) {
+      const d = send(chatIdentity(conversation(SYSTEM, 1, prng(100 + c)).messages(1)));
+      assert.equal(d.reason, 'placed');
+      counts.set(d.ranked[0].name, (counts.get(d.ranked[0].name) ?? 0) + 1);
+    }
+    assert.equal(counts.size, 4);
+    for (const n of counts.values()) assert.ok(n > 30, `${[...counts]}`);
+  });
+
+  it('forgetReplica (a restart): the conversation is no longer believed warm there', () => {
+    const { router, send } = setup();
+    const conv = conversation(SYSTEM, 2, prng(7));
+    const home = send(chatIdentity(conv.messages(1))).ranked[0].name;
+    router.forgetReplica?.(home);
+    const d = send(chatIdentity(conv.messages(2)));
+    assert.equal(d.reason, 'placed');
+    assert.equal(d.matchedTokens, 0);
+  });
+});
+
+describe('affinity: learning and errors', () => {
+  it('served() feeds the cost model, preferring the usage chunk’s cached tokens', () => {
+    const { router, replicas } = setup(2);
+    const id = chatIdentity(conversation(SYSTEM, 1, prng(8)).messages(1), 'call-9');
+    for (let i = 0; i < 50; i++) {
+      const d = router.route({ identity: id, replicas });
+      // 2,000 uncached of 3,000 prompt tokens took 530 ms: 30 + 0.25 ms/token.
+      router.served(id, { replica: d.ranked[0].name, ok: true, upstreamTtftMs: 530, promptTokens: 3000, cachedTokens: 1000 });
+    }
+    const stats = (router as Required<Router>).stats();
+    const cost = stats.costByReplica.get(router.session('call-9')?.replica as string);
+    assert.equal(cost?.samples, 50);
+    assert.ok(cost && cost.prefillMsPerToken > 0.17, `${cost?.prefillMsPerToken}`);
+    assert.ok(stats.tokenScale > 1, 'reported 3,000 tokens vs a smaller estimate');
+    assert.ok(stats.prefixEntries > 0);
+  });
+
+  it('a failed attempt records nothing', () => {
+    const { router, replicas } = setup(2);
+    const id = chatIdentity(conversation(SYSTEM, 1, prng(9)).messages(1), 'call-10');
+    const d = router.route({ identity: id, replicas });
+    router.served(id, { replica: d.ranked[0].name, ok: false, upstreamTtftMs: null, promptTokens: null, cachedTokens: null });
+    assert.equal(router.session('call-10'), null);
+    assert.equal((router as Required<Router>).stats().prefixEntries, 0);
+  });
+
+  it('unknown model: 404 model_not_found', () => {
+    const router = createRouter('affinity', { store: store() });
+    const replicas = [replica('a', { models: new Set(['m']) })];
+    assert.throws(() => router.route({ identity: { ...keyIdentity(null), model: 'nope' }, replicas }), (e: unknown) => isWarmrouteError(e) && e.openaiCode === 'model_not_found');
+  });
+
+  it('options are checked when the router is created', () => {
+    assert.throws(() => createRouter('affinity', { store: store(), options: { loadFactor: 0.9 } }), /loadFactor/);
+  });
+});

@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { test } from 'node:test';
+import { chat, FAST, postJson, replica, sleep, text, user, waitFor } from './helpers.js';
+
+const gauge = (metrics: string, name: string) => Number(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'm').exec(metrics)?.[1]);
+
+test('max_num_seqs caps the running batch; the rest wait in FIFO order', async (t) => {
+  const r = await replica(t, { ...FAST, maxNumSeqs: 2, outputTokens: { min: 30, max: 30 } });
+  const starts: number[] = [];
+  const runs = [0, 1, 2, 3].map(async (i) => {
+    await sleep(i * 3);
+    const t0 = performance.now();
+    const res = await chat(r.url, { messages: user(`request ${i}`) });
+    starts[i] = t0 + res.ttftMs!;
+    return res;
+  });
+  await waitFor(() => r.counters().requests === 4 && r.counters().waiting === 2, 2000, 'two waiting');
+  assert.equal(r.counters().running, 2);
+  const metrics = await (await fetch(`${r.url}/metrics`)).text();
+  assert.equal(gauge(metrics, 'vllm:num_requests_running'), 2);
+  assert.equal(gauge(metrics, 'vllm:num_requests_waiting'), 2);
+  await Promise.all(runs);
+  // The two that waited got their first token after the first two were done (30 steps later).
+  assert.ok(starts[2] > starts[0] + 40 && starts[3] > starts[1] + 40);
+  assert.ok(starts[2] <= starts[3]);
+});
+
+test('a full waiting queue answers 503 in vLLM error shape', async (t) => {
+  const r = await replica(t, { ...FAST, maxNumSeqs: 1, maxWaiting: 1, outputTokens: { min: 40, max: 40 } });
+  const first = chat(r.url, { messages: user('one') });
+  await waitFor(() => r.counters().running === 1, 2000, 'first running');
+  const second = chat(r.url, { messages: user('two') });
+  await waitFor(() => r.counters().waiting === 1, 2000, 'second waiting');
+  const third = await postJson(r.url, '/v1/chat/completions', { messages: user('three') });
+  assert.equal(third.status, 503);
+  assert.deepEqual(Object.keys(third.json.error).sort(), ['code', 'message', 'param', 'type']);
+  assert.equal(third.json.error.code, 503);
+  assert.equal(third.json.error.type, 'ServiceUnavailableError');
+  assert.equal((await first).status, 200);
+  assert.equal((await second).status, 200);
+  assert.equal(r.counters().rejected, 1);
+});
+
+test('a client disconnect aborts the sequence, frees its seat, and is counted with its time', async (t) => {
+  const r = await replica(t, { ...FAST, maxNumSeqs: 1, outputTokens: { min: 2000, max: 2000 } });
+  let abortedAt = 0;
+  await new Promise<void>((resolve) => {
+    const req = request(`${r.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+      res.once('data', () => {
+        abortedAt = Date.now();
+        req.destroy();
+        resolve();
+      });
+    });
+    req.on('error', () => {});
+    req.end(JSON.stringify({ stream: true, messages: user('long answer please') }));
+  });
+  // The seat is free again: the next request is served at once, not after 2000 tokens.
+  const next = await chat(r.url, { messages: user('next'), max_tokens: 2 });
+  assert.ok(next.ttftMs! < 100, `TTFT ${next.ttftMs}`);
+  const c = r.counters();
+  assert.equal(c.aborted, 1);
+  assert.equal(c.aborts[0].phase, 'running');
+  assert.ok(c.aborts[0].generated > 0 && c.aborts[0].generated < 2000);
+  assert.ok(c.lastAbortAt! >= abortedAt && c.lastAbortAt! - abortedAt < 50);
+  const metrics = await (await fetch(`${r.url}/metrics`)).text();
+  assert.match(metrics, /vllm:request_success_total\{engine="0",finished_reason="abort",model_name="[^"]+"\} 1\.0/);
+});
+
+test('a request aborted while still queued never runs', async (t) => {
+  const r = await replica(t, { ...FAST, maxNumSeqs: 1, outputTokens: { min: 100, max: 100 } });
+  const first = chat(r.url, { messages: user('first') });
+  await waitFor(() => r.counters().running === 1, 2000, 'first running');
+  const ac = new AbortController();
+  const queued = fetch(`${r.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages: user('queued') }),
+    signal: ac.signal,
+  }).catch(() => null);
+  await waitFor(() => r.counters().waiting === 1, 2000, 'one waiting');
+  ac.abort();
+  await queued;
+  await sleep(10);
+  assert.equal(r.counters().waiting, 0);
+  await first;
+  const c = r.counters();
+  assert.equal(c.aborts[0].phase, 'waiting');
+  assert.equal(c.promptTokens, (await first).usage!.prompt_tokens, 'the queued request was never prefilled');
+});
+
+test('decode steps slow down as the batch grows', async (t) => {
+  const r = await replica(t, { ...FAST, stepBaseMs: 5, decodeMsPerSeq: 1, outputTokens: { min: 30, max: 30 } });
+  const perToken = async (n: number) => {
+    const rs = await Promise.all(Array.from({ length: n }, (_, i) => chat(r.url, { messages: user(`q${n}-${i}`) })));
+    return rs.reduce((s, x) => s + (x.totalMs - x.ttftMs!) / 29, 0) / n;
+  };
+  const one = await perToken(1);
+  const twenty = await perToken(20);
+  // 5 + 1×n ms per step: about 6 ms alone, about 25 ms with 20 in the batch.
+  assert.ok(one > 4 && one < 12, `alone ${one}`);
+  assert.ok(twenty > 18 && twenty < 40, `batch of 20 ${twenty}`);
+});
+
+test('chunked prefill: a long prompt is split by the token budget while decodes keep going', async (t) => {
+  const r = await replica(t, {
+    ...FAST,
+    stepBaseMs: 2,
+    prefillMsPerToken: 0.05,
+    maxNumBatchedTokens: 512,
+    outputTokens: { min: 300, max: 300 },
+  });
+  const t0 = performance.now();
+  const streaming = chat(r.url, { messages: user('keep talking') });
+  await waitFor(() => r.counters().generationTokens > 5, 2000, 'decoding');
+  const t1 = performance.now() - t0;
+  const long = await chat(r.url, { messages: user(text(4000)), max_tokens: 1 });
+  const t2 = t1 + long.ttftMs!;
+  const s = await streaming;
+  // 4009 tokens at 0.05 ms each take ~200 ms of prefill, in chunks of ≤511 beside the decode.
+  assert.ok(long.ttftMs! > 200, `long prompt TTFT ${long.ttftMs}`);
+  const during = s.chunkTimes.filter((x) => x > t1 && x < t2);
+  assert.ok(during.length >= 8, `${during.length} decode tokens during the prefill`);
+  const gaps = during.slice(1).map((x, i) => x - during[i]);
+  // Unchunked, the decode stream would stall for the whole ~200 ms prefill step.
+  assert.ok(Math.max(...gaps) < 80, `longest decode gap ${Math.max(...gaps)} ms`);
+});
+
+test('an idle replica keeps no timers', async (t) => {
+  const r = await replica(t, FAST);
+  const timers = () => process.getActiveResourcesInfo().filter((x) => x === 'Timeout').length;
+  const before = timers();
+  await Promise.all([0, 1, 2].map((i) => chat(r.url, { messages: user(`idle ${i}`), max_tokens: 5 })));
+  await sleep(5);
+  assert.equal(timers(), before);
+});

@@ -1,0 +1,100 @@
+/** A throwaway redis-server child on a free loopback port (never 6379), for tests that need real Redis. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { connect, createServer, type AddressInfo } from 'node:net';
+import pino, { type Logger } from 'pino';
+import { Redis } from 'ioredis';
+
+export interface RedisChild {
+  readonly port: number;
+  readonly url: string;
+  /** SIGKILL: an outage with no goodbye to the clients. */
+  kill(): Promise<void>;
+  /** A fresh redis-server on the same port (empty: no persistence). */
+  restart(): Promise<void>;
+  /** A plain client for the test to inspect Redis with. */
+  client(): Redis;
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const { port } = s.address() as AddressInfo;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+async function accepting(port: number, deadline: number): Promise<void> {
+  for (;;) {
+    const ok = await new Promise<boolean>((r) => {
+      const c = connect(port, '127.0.0.1', () => { c.destroy(); r(true); });
+      c.on('error', () => r(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`redis-server did not start on port ${port}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export async function startRedis(): Promise<RedisChild> {
+  const port = await freePort();
+  let child: ChildProcess | null = null;
+  const clients: Redis[] = [];
+  const killNow = () => child?.kill('SIGKILL');
+  // Even if the test process dies mid-way, the child does not outlive it.
+  process.once('exit', killNow);
+
+  async function start() {
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    await accepting(port, Date.now() + 5_000);
+  }
+  async function kill() {
+    const c = child;
+    if (c === null || c.exitCode !== null || c.signalCode !== null) return;
+    const exited = new Promise((r) => c.once('exit', r));
+    c.kill('SIGKILL');
+    await exited;
+    child = null;
+  }
+  await start();
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    async kill() {
+      for (const c of clients.splice(0)) c.disconnect();
+      await kill();
+    },
+    async restart() {
+      await kill();
+      await start();
+    },
+    client() {
+      const c = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+      c.on('error', () => {});
+      clients.push(c);
+      return c;
+    },
+  };
+}
+
+/** Sum of a counter's values, optionally only those with the given label value. */
+export async function counterSum(c: { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> }, label?: [string, string]): Promise<number> {
+  const { values } = await c.get();
+  return values.filter((v) => !label || v.labels[label[0]] === label[1]).reduce((s, v) => s + v.value, 0);
+}
+
+/** Calls `f` every 10 ms until it returns true or `ms` pass; returns how long it took, or throws. */
+export async function waitFor(what: string, f: () => boolean | Promise<boolean>, ms = 2_000): Promise<number> {
+  const t0 = performance.now();
+  while (!(await f())) {
+    if (performance.now() - t0 > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return performance.now() - t0;
+}
+
+/** A pino logger that keeps its lines in memory. */
+export function memoryLogger(level = 'info'): { log: Logger; lines: Record<string, any>[] } {
+  const lines: Record<string, any>[] = [];
+  const log = pino({ level }, { write: (s: string) => { lines.push(JSON.parse(s)); } });
+  return { log, lines };
+}
