@@ -1,0 +1,123 @@
+// Every knob of a simulated replica, with defaults calibrated to the field report's self-hosted
+// figures (vLLM 0.25.1, gemma-4-31B-it FP8 on one H100). README.md derives each number.
+
+import type { Fault } from './faults.js';
+
+export interface TimingKnobs {
+  /** API-server cost paid by every request before it reaches the engine queue (HTTP, template, IPC). */
+  frontendMs: number;
+  /** Prompt-proportional frontend cost (tokenisation, block hashing); fitted on the 9K cache-hit figure. */
+  tokenizeMsPerToken: number;
+  /** Fixed cost of one engine step (weight streaming; memory-bound floor). */
+  stepBaseMs: number;
+  /** Linear prefill cost per uncached token computed in a step. */
+  prefillMsPerToken: number;
+  /** Attention cost of a prefill chunk: coefficient × newTokens × (contextBefore + newTokens). */
+  attnMsPerTokenPair: number;
+  /** Cost added to a step by each sequence that decodes one token in it. */
+  decodeMsPerSeq: number;
+  /** Cost added to a step per context token of each decoding sequence (KV reads). */
+  decodeMsPerCtxToken: number;
+}
+
+export interface CapacityKnobs {
+  /** vLLM --max-model-len. */
+  maxModelLen: number;
+  /** KV cache block size in tokens (vLLM default 16). */
+  blockSize: number;
+  /** num_gpu_blocks: KV capacity of the replica in blocks. */
+  kvBlocks: number;
+  /** vLLM --max-num-seqs. */
+  maxNumSeqs: number;
+  /** vLLM --max-num-batched-tokens: per-step token budget for chunked prefill. */
+  maxNumBatchedTokens: number;
+  /** Waiting-queue bound; beyond it requests get a 503 (not a vLLM flag; a sim knob). */
+  maxWaiting: number;
+}
+
+export interface OutputKnobs {
+  /** Natural answer length (tokens, including the end-of-turn token), uniform in [min, max]. */
+  outputTokens: { min: number; max: number };
+  /** vLLM --enable-prompt-tokens-details: usage.prompt_tokens_details.cached_tokens is reported. */
+  enablePromptTokensDetails: boolean;
+  /** vLLM --enable-prefix-caching. */
+  enablePrefixCaching: boolean;
+}
+
+export interface SimReplicaOptions extends Partial<TimingKnobs>, Partial<CapacityKnobs>, Partial<OutputKnobs> {
+  name?: string;
+  /** 0 or omitted = a free port. */
+  port?: number;
+  host?: string;
+  model?: string;
+  /** Seeds output lengths and texts; identical seed + prompt gives an identical answer. */
+  seed?: number;
+  /** Faults active from the start. */
+  faults?: Fault[];
+}
+
+export type SimConfig = TimingKnobs &
+  CapacityKnobs &
+  OutputKnobs & { name: string; port: number; host: string; model: string; seed: number };
+
+/** Exact fit of the four single-request figures plus the 50-session load; see README "Calibration". */
+export const H100_TIMING: Readonly<TimingKnobs> = Object.freeze({
+  frontendMs: 5.6,
+  tokenizeMsPerToken: 0.00432,
+  stepBaseMs: 20,
+  prefillMsPerToken: 0.0882,
+  attnMsPerTokenPair: 1.086e-5,
+  decodeMsPerSeq: 0.6,
+  decodeMsPerCtxToken: 0.00005,
+});
+
+export const H100_CAPACITY: Readonly<CapacityKnobs> = Object.freeze({
+  maxModelLen: 32768,
+  blockSize: 16,
+  kvBlocks: 24576,
+  maxNumSeqs: 64,
+  maxNumBatchedTokens: 8192,
+  maxWaiting: Number.POSITIVE_INFINITY,
+});
+
+/** A replica whose KV cache holds only 128 blocks (2,048 tokens): for eviction and preemption tests. */
+export const TINY_KV: Readonly<Partial<CapacityKnobs>> = Object.freeze({ kvBlocks: 128, maxModelLen: 2048 });
+
+export const DEFAULT_MODEL = 'google/gemma-4-31B-it';
+
+export function resolveConfig(opts: SimReplicaOptions = {}, index = 0): SimConfig {
+  const pick = <T>(v: T | undefined, d: T): T => (v === undefined ? d : v);
+  const blockSize = pick(opts.blockSize, H100_CAPACITY.blockSize);
+  const kvBlocks = pick(opts.kvBlocks, H100_CAPACITY.kvBlocks);
+  // vLLM refuses to start when one max-length sequence cannot fit in the KV cache; the sim
+  // shrinks the default instead so a small-cache replica still starts.
+  const maxModelLen = pick(opts.maxModelLen, Math.min(H100_CAPACITY.maxModelLen, kvBlocks * blockSize));
+  if (maxModelLen > kvBlocks * blockSize) {
+    throw new Error(`maxModelLen ${maxModelLen} does not fit in ${kvBlocks} blocks of ${blockSize} tokens`);
+  }
+  const out = pick(opts.outputTokens, { min: 20, max: 60 });
+  if (!(out.min >= 1 && out.max >= out.min)) throw new Error('outputTokens needs 1 <= min <= max');
+  return {
+    name: pick(opts.name, `sim-${index}`),
+    port: pick(opts.port, 0),
+    host: pick(opts.host, '127.0.0.1'),
+    model: pick(opts.model, DEFAULT_MODEL),
+    seed: pick(opts.seed, 0),
+    frontendMs: pick(opts.frontendMs, H100_TIMING.frontendMs),
+    tokenizeMsPerToken: pick(opts.tokenizeMsPerToken, H100_TIMING.tokenizeMsPerToken),
+    stepBaseMs: pick(opts.stepBaseMs, H100_TIMING.stepBaseMs),
+    prefillMsPerToken: pick(opts.prefillMsPerToken, H100_TIMING.prefillMsPerToken),
+    attnMsPerTokenPair: pick(opts.attnMsPerTokenPair, H100_TIMING.attnMsPerTokenPair),
+    decodeMsPerSeq: pick(opts.decodeMsPerSeq, H100_TIMING.decodeMsPerSeq),
+    decodeMsPerCtxToken: pick(opts.decodeMsPerCtxToken, H100_TIMING.decodeMsPerCtxToken),
+    maxModelLen,
+    blockSize,
+    kvBlocks,
+    maxNumSeqs: pick(opts.maxNumSeqs, H100_CAPACITY.maxNumSeqs),
+    maxNumBatchedTokens: pick(opts.maxNumBatchedTokens, H100_CAPACITY.maxNumBatchedTokens),
+    maxWaiting: pick(opts.maxWaiting, H100_CAPACITY.maxWaiting),
+    outputTokens: { min: out.min, max: out.max },
+    enablePromptTokensDetails: pick(opts.enablePromptTokensDetails, true),
+    enablePrefixCaching: pick(opts.enablePrefixCaching, true),
+  };
+}

@@ -1,0 +1,205 @@
+// Serve one validated generation request: frontend delay, engine submission, then the stream
+// (or the final body) as tokens come out of engine steps. A client that goes away aborts the
+// sequence at once, freeing its seat and blocks, and the abort is recorded with its time.
+
+import type { ServerResponse } from 'node:http';
+import { chatChunks, chatCompletionBody, completionBody, completionChunks, deltaJson, SSE_DONE, type Usage } from './chunks.js';
+import type { SimConfig } from './config.js';
+import type { Engine } from './engine.js';
+import type { FaultState } from './faults.js';
+import { randomHex } from './hash.js';
+import { planOutput } from './output.js';
+import type { GenRequest } from './request.js';
+import { createSeq, NO_SALT_ROOT, saltRoot, type Seq, type SeqStatus } from './sequence.js';
+import { frontendMs } from './timing.js';
+import { SPECIAL } from './tokenizer.js';
+
+export interface AbortRecord {
+  id: string;
+  /** Date.now() when the replica noticed the client was gone. */
+  at: number;
+  /** Where the request was: frontend (before the engine), waiting, or running. */
+  phase: SeqStatus;
+  generated: number;
+}
+
+export interface RequestRecord {
+  id: string;
+  kind: 'chat' | 'completion';
+  stream: boolean;
+  promptTokens: number;
+  cachedTokens: number;
+  completionTokens: number;
+  finishReason: string | null;
+  /** HTTP arrival → first token sampled, ms (what a client sees as TTFT, minus the wire). */
+  ttftMs: number | null;
+  status: 'ok' | 'aborted' | 'died';
+}
+
+export interface SimCounters {
+  requests: number;
+  finished: number;
+  aborted: number;
+  aborts: AbortRecord[];
+  rejected: number;
+  stalled: number;
+  diedMidStream: number;
+}
+
+export interface GenContext {
+  cfg: SimConfig;
+  engine: Engine;
+  faults: FaultState;
+  counters: SimCounters;
+  /** Requests between HTTP arrival and the engine queue. */
+  inFrontend: { n: number };
+  /** Bumped by a crash or reset: connections dropped by the replica itself are not client aborts. */
+  epoch: { n: number };
+  record(r: RequestRecord): void;
+}
+
+const LOG_ABORTS = 1000;
+
+export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequest, arrivalMs: number): void {
+  const { cfg, engine } = ctx;
+  const epoch = ctx.epoch.n;
+  const chat = g.kind === 'chat';
+  const ident = {
+    id: chat ? `chatcmpl-${randomHex(32)}` : `cmpl-${randomHex(32)}`,
+    created: Math.floor(Date.now() / 1000),
+    model: cfg.model,
+  };
+  const plan = planOutput({
+    seed: cfg.seed,
+    prompt: g.prompt,
+    length: cfg.outputTokens,
+    tool: g.tool,
+    eosId: chat ? SPECIAL.endOfTurn : SPECIAL.eos,
+  });
+  const die = g.stream ? ctx.faults.take('die-mid-stream') : undefined;
+  const dieAfter = die ? (die.afterChunks ?? 3) : Infinity;
+  let chunksSent = 0;
+  let settled = false;
+  let frontendTimer: NodeJS.Timeout | null = null;
+  const texts: string[] = [];
+  ctx.counters.requests++;
+
+  const usage = (seq: Seq): Usage => ({
+    promptTokens: seq.promptLen,
+    completionTokens: seq.generated,
+    cachedTokens: cfg.enablePromptTokensDetails ? Math.max(0, seq.cachedTokens) : null,
+  });
+  const record = (seq: Seq, finish: string | null, status: RequestRecord['status']) =>
+    ctx.record({
+      id: ident.id,
+      kind: g.kind,
+      stream: g.stream,
+      promptTokens: seq.promptLen,
+      cachedTokens: Math.max(0, seq.cachedTokens),
+      completionTokens: seq.generated,
+      finishReason: finish,
+      ttftMs: seq.firstTokenMs ? seq.firstTokenMs - arrivalMs : null,
+      status,
+    });
+  /** The API-level finish_reason of the token at `index`, or null when more follow. */
+  const finishOf = (index: number): string | null => {
+    if (index + 1 >= plan.ids.length) return plan.finish === 'tool_calls' && g.toolNamed ? 'stop' : plan.finish;
+    if (index + 1 >= Math.min(plan.ids.length, g.maxTokens)) return 'length';
+    return null;
+  };
+
+  const seq = createSeq({
+    id: ident.id,
+    prompt: g.prompt,
+    root: g.cacheSalt === undefined ? NO_SALT_ROOT : saltRoot(g.cacheSalt),
+    plan,
+    maxOut: Math.min(plan.ids.length, g.maxTokens),
+    httpArrivalMs: arrivalMs,
+    sink: {
+      onToken(s, index) {
+        const d = plan.deltas[index];
+        if (d.t === 'text') texts.push(d.text);
+        if (!g.stream) return;
+        const finish = finishOf(index);
+        let out = '';
+        if (chat) {
+          if (index === 0) out += chatChunks.role(ident);
+          out += chatChunks.token(ident, deltaJson(d, g.toolParser), finish) ?? '';
+        } else {
+          out += completionChunks.token(ident, d.t === 'text' ? d.text : '', finish);
+        }
+        if (finish !== null && g.includeUsage) {
+          out += chat ? chatChunks.usage(ident, usage(s)) : completionChunks.usage(ident, usage(s));
+        }
+        if (d.t !== 'none') chunksSent++;
+        if (chunksSent >= dieAfter && finish === null) {
+          settled = true;
+          ctx.counters.diedMidStream++;
+          engine.abort(s);
+          record(s, null, 'died');
+          // Let the Nth chunk reach the client, then drop the connection without a terminator.
+          res.write(out, () => res.destroy());
+          return;
+        }
+        if (out) res.write(out);
+      },
+      onFinish(s, reason) {
+        settled = true;
+        ctx.counters.finished++;
+        const finish = finishOf(s.generated - 1) ?? reason;
+        record(s, finish, 'ok');
+        if (g.stream) {
+          res.end(SSE_DONE);
+          return;
+        }
+        const text = texts.join('');
+        let body: string;
+        if (!chat) body = completionBody(ident, text, finish, usage(s));
+        else if (plan.tool && reason === 'stop') body = chatCompletionBody(ident, null, [plan.tool], finish, usage(s));
+        else body = chatCompletionBody(ident, text, [], finish, usage(s));
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(body);
+      },
+    },
+  });
+
+  res.on('close', () => {
+    if (settled) return;
+    settled = true;
+    const phase = seq.status;
+    if (frontendTimer) {
+      clearTimeout(frontendTimer);
+      ctx.inFrontend.n--;
+    }
+    engine.abort(seq);
+    if (ctx.epoch.n !== epoch) return;
+    ctx.counters.aborted++;
+    ctx.counters.aborts.push({ id: ident.id, at: Date.now(), phase, generated: seq.generated });
+    if (ctx.counters.aborts.length > LOG_ABORTS) ctx.counters.aborts.shift();
+    record(seq, 'abort', 'aborted');
+  });
+
+  // Frontend latency counts from HTTP arrival, so the sim's own parsing time is not added twice.
+  ctx.inFrontend.n++;
+  const due = arrivalMs + frontendMs(cfg, g.prompt.length);
+  const delay = due - performance.now();
+  frontendTimer = setTimeout(() => {
+    frontendTimer = null;
+    ctx.inFrontend.n--;
+    if (settled) return;
+    if (g.stream) {
+      // Starlette's StreamingResponse sends the headers before the first token exists.
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8' });
+      res.flushHeaders();
+      if (dieAfter === 0) {
+        // die-mid-stream with afterChunks 0: the headers went out, then the replica died.
+        settled = true;
+        ctx.counters.diedMidStream++;
+        record(seq, null, 'died');
+        res.destroy();
+        return;
+      }
+    }
+    engine.submit(seq, due);
+  }, Math.max(0, delay));
+}

@@ -1,0 +1,74 @@
+// Command-line flags for every replica knob, shared by cli.ts and calibrate.ts.
+
+import type { ParseArgsConfig } from 'node:util';
+import type { SimReplicaOptions } from './config.js';
+import { parseFaultArg, type Fault } from './faults.js';
+
+type NumericKnob = Exclude<
+  {
+    [K in keyof SimReplicaOptions]-?: NonNullable<SimReplicaOptions[K]> extends number ? K : never;
+  }[keyof SimReplicaOptions],
+  'port'
+>;
+
+/** flag → option, with the meaning shown by --help. */
+export const NUMERIC_FLAGS: Record<string, [NumericKnob, string]> = {
+  'seed': ['seed', 'seed for output lengths and texts'],
+  'frontend-ms': ['frontendMs', 'fixed API-server latency per request'],
+  'tokenize-ms-per-token': ['tokenizeMsPerToken', 'API-server latency per prompt token'],
+  'step-base-ms': ['stepBaseMs', 'fixed cost of one engine step'],
+  'prefill-ms-per-token': ['prefillMsPerToken', 'prefill cost per uncached token'],
+  'attn-ms-per-token-pair': ['attnMsPerTokenPair', 'prefill attention cost per (new token × context token)'],
+  'decode-ms-per-seq': ['decodeMsPerSeq', 'step cost per decoding sequence'],
+  'decode-ms-per-ctx-token': ['decodeMsPerCtxToken', 'step cost per context token of a decoding sequence'],
+  'max-model-len': ['maxModelLen', 'vLLM --max-model-len'],
+  'block-size': ['blockSize', 'KV block size in tokens'],
+  'kv-blocks': ['kvBlocks', 'KV cache capacity in blocks (num_gpu_blocks)'],
+  'max-num-seqs': ['maxNumSeqs', 'vLLM --max-num-seqs'],
+  'max-num-batched-tokens': ['maxNumBatchedTokens', 'vLLM --max-num-batched-tokens'],
+  'max-waiting': ['maxWaiting', 'waiting-queue bound; beyond it: 503'],
+};
+
+export const KNOB_OPTIONS: ParseArgsConfig['options'] = {
+  ...Object.fromEntries(Object.keys(NUMERIC_FLAGS).map((f) => [f, { type: 'string' as const }])),
+  'host': { type: 'string' },
+  'model': { type: 'string' },
+  'output-tokens': { type: 'string' },
+  'no-prompt-tokens-details': { type: 'boolean' },
+  'no-prefix-caching': { type: 'boolean' },
+  'fault': { type: 'string', multiple: true },
+};
+
+export function knobsFromArgs(values: Record<string, unknown>): SimReplicaOptions & { faults: Fault[] } {
+  const opts: SimReplicaOptions & { faults: Fault[] } = { faults: [] };
+  for (const [flag, [key]] of Object.entries(NUMERIC_FLAGS)) {
+    const raw = values[flag];
+    if (raw === undefined) continue;
+    const v = Number(raw);
+    if (!Number.isFinite(v)) throw new Error(`--${flag} needs a number, got ${String(raw)}`);
+    (opts as unknown as Record<string, number>)[key] = v;
+  }
+  if (typeof values.host === 'string') opts.host = values.host;
+  if (typeof values.model === 'string') opts.model = values.model;
+  if (typeof values['output-tokens'] === 'string') {
+    const [min, max] = values['output-tokens'].split('-').map(Number);
+    opts.outputTokens = { min, max: max ?? min };
+  }
+  if (values['no-prompt-tokens-details']) opts.enablePromptTokensDetails = false;
+  if (values['no-prefix-caching']) opts.enablePrefixCaching = false;
+  for (const f of (values.fault as string[] | undefined) ?? []) opts.faults.push(parseFaultArg(f));
+  return opts;
+}
+
+export function knobHelp(): string {
+  const lines = Object.entries(NUMERIC_FLAGS).map(([f, [, help]]) => `  --${f} N`.padEnd(32) + help);
+  lines.push(
+    '  --host H'.padEnd(32) + 'listen address (127.0.0.1)',
+    '  --model NAME'.padEnd(32) + 'served model name',
+    '  --output-tokens MIN-MAX'.padEnd(32) + 'natural answer length range (20-60)',
+    '  --no-prompt-tokens-details'.padEnd(32) + 'leave usage.prompt_tokens_details out',
+    '  --no-prefix-caching'.padEnd(32) + 'disable the prefix cache',
+    '  --fault KIND[:k=v,...]'.padEnd(32) + 'fault at start, repeatable (e.g. slow:factor=3)',
+  );
+  return lines.join('\n');
+}

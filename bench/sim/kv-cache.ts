@@ -1,0 +1,116 @@
+// The KV block pool with vLLM V1 prefix-caching semantics:
+// - a block is cacheable once full; its key is the chained hash of its tokens and its parent;
+// - blocks referenced by a running request are pinned (ref > 0);
+// - unreferenced blocks sit in a free queue and keep their hash until the queue hands them out
+//   again, which is the eviction (least recently freed first);
+// - a finished request frees its blocks tail-first, so a prefix's last blocks go before its first.
+
+export interface BlockPool {
+  readonly total: number;
+  freeCount(): number;
+  /** vLLM's kv_cache_usage: 1 - free/total, where cached-but-unreferenced blocks count as free. */
+  usage(): number;
+  cachedCount(): number;
+  /** Block ids of the longest run of cached blocks from the start, at most maxBlocks. */
+  lookup(hashAt: (i: number) => number, maxBlocks: number): number[];
+  /** Whether n fresh blocks can be had once `hits` are pinned. */
+  canAllocate(hits: readonly number[], n: number): boolean;
+  touch(ids: readonly number[]): void;
+  allocate(n: number): number[];
+  /** Register a full block under its hash (a no-op when that hash is already cached elsewhere). */
+  cache(id: number, hash: number): void;
+  isCached(id: number): boolean;
+  release(ids: readonly number[]): void;
+  reset(): void;
+}
+
+export function createBlockPool(total: number): BlockPool {
+  const head = total; // sentinel
+  const prev = new Int32Array(total + 1);
+  const next = new Int32Array(total + 1);
+  const inFree = new Uint8Array(total);
+  const ref = new Int32Array(total);
+  const hashOf = new Float64Array(total);
+  const byHash = new Map<number, number>();
+  let free = 0;
+
+  function unlink(id: number): void {
+    next[prev[id]] = next[id];
+    prev[next[id]] = prev[id];
+    inFree[id] = 0;
+    free--;
+  }
+  function append(id: number): void {
+    const last = prev[head];
+    next[last] = id;
+    prev[id] = last;
+    next[id] = head;
+    prev[head] = id;
+    inFree[id] = 1;
+    free++;
+  }
+  function reset(): void {
+    prev[head] = head;
+    next[head] = head;
+    free = 0;
+    byHash.clear();
+    ref.fill(0);
+    hashOf.fill(-1);
+    for (let i = 0; i < total; i++) append(i);
+  }
+  reset();
+
+  return {
+    total,
+    freeCount: () => free,
+    usage: () => (total === 0 ? 0 : 1 - free / total),
+    cachedCount: () => byHash.size,
+    lookup(hashAt, maxBlocks) {
+      const ids: number[] = [];
+      for (let i = 0; i < maxBlocks; i++) {
+        const id = byHash.get(hashAt(i));
+        if (id === undefined) break;
+        ids.push(id);
+      }
+      return ids;
+    },
+    canAllocate(hits, n) {
+      let pinnedFromFree = 0;
+      for (const id of hits) if (ref[id] === 0) pinnedFromFree++;
+      return free - pinnedFromFree >= n;
+    },
+    touch(ids) {
+      for (const id of ids) {
+        if (ref[id] === 0 && inFree[id]) unlink(id);
+        ref[id]++;
+      }
+    },
+    allocate(n) {
+      if (n > free) throw new Error(`KV pool exhausted: want ${n}, free ${free}`);
+      const ids: number[] = [];
+      for (let k = 0; k < n; k++) {
+        const id = next[head];
+        unlink(id);
+        const h = hashOf[id];
+        if (h >= 0 && byHash.get(h) === id) byHash.delete(h); // eviction
+        hashOf[id] = -1;
+        ref[id] = 1;
+        ids.push(id);
+      }
+      return ids;
+    },
+    cache(id, hash) {
+      if (hashOf[id] >= 0 || byHash.has(hash)) return;
+      hashOf[id] = hash;
+      byHash.set(hash, id);
+    },
+    isCached: (id) => hashOf[id] >= 0,
+    release(ids) {
+      for (let k = ids.length - 1; k >= 0; k--) {
+        const id = ids[k];
+        if (--ref[id] === 0) append(id);
+      }
+    },
+    reset,
+  };
+}
