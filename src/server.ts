@@ -8,6 +8,9 @@ import { performanceWarnings } from './config/load.js';
 import { createHealth, type Health } from './fleet/health.js';
 import { createRegistry, type Registry } from './fleet/registry.js';
 import { createAdmission } from './proxy/admission.js';
+import { createServer } from 'node:http';
+import { createProxy, type ProxyDeps } from './proxy/exchange.js';
+import { createFastPath } from './proxy/fast-path.js';
 import { registerClientRoutes } from './proxy/routes.js';
 import { createRouter, type Strategy } from './routing/router.js';
 import type { Router } from './routing/types.js';
@@ -72,8 +75,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const isDraining = () => draining;
   const open = new Set<Promise<unknown>>();
 
-  const app = Fastify({ logger: false, bodyLimit: config.limits.bodyBytes, keepAliveTimeout: 65_000, forceCloseConnections: 'idle', return503OnClosing: false });
-  registerClientRoutes(app, {
+  const proxyDeps: ProxyDeps = {
     agent, admission, health, router, metrics, config, registry, log,
     byName: registry.byName,
     identityOptions: { sessionKeySources: config.routing.sessionKeySources, maxSessionKeyBytes: config.routing.maxSessionKeyBytes },
@@ -82,7 +84,18 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       open.add(p);
       void p.finally(() => open.delete(p));
     },
+  };
+  const proxy = createProxy(proxyDeps);
+  const fastPath = createFastPath(proxy, { bodyLimit: config.limits.bodyBytes, log });
+  const app = Fastify({
+    logger: false, bodyLimit: config.limits.bodyBytes, forceCloseConnections: 'idle', return503OnClosing: false,
+    serverFactory: (handler) => {
+      const server = createServer((req, res) => { if (!fastPath(req, res)) handler(req, res); });
+      server.keepAliveTimeout = 65_000;
+      return server;
+    },
   });
+  registerClientRoutes(app, proxyDeps, proxy);
   const admin = buildAdmin({ registry, router, metrics, draining: isDraining });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);

@@ -71,3 +71,33 @@ export async function startChild(cmd: string, args: string[], ready: RegExp | nu
 }
 
 export const TSX = ['--import', 'tsx'];
+
+/**
+ * Starts a process and resolves with the first `count` stdout lines matching `match` (say, one URL
+ * per replica from `npm run sim`); rejects after `timeoutMs` or if it exits first. Killed on exit
+ * like every child started here.
+ */
+export async function startChildLines(cmd: string, args: string[], match: RegExp, count: number, opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<Child & { lines: string[] }> {
+  const lines: string[] = [];
+  const child = await startChild(cmd, args, null, opts);
+  const { proc } = child;
+  const timeoutMs = opts.timeoutMs ?? 20_000;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${cmd} ${args.join(' ')}: ${lines.length}/${count} lines after ${timeoutMs} ms`)), timeoutMs);
+      const rl = createInterface({ input: proc.stdout! });
+      rl.on('line', (l) => {
+        if (lines.length < count && match.test(l)) lines.push(l);
+        if (lines.length === count) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      proc.once('exit', (code) => { clearTimeout(timer); reject(new Error(`${cmd} exited with ${code} before printing ${count} lines`)); });
+    });
+  } catch (e) {
+    await child.stop();
+    throw e;
+  }
+  return { ...child, lines };
+}

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,10 +31,30 @@ export async function startUpstream(): Promise<Target> {
   return { name: 'direct', url: `http://127.0.0.1:${port}`, child };
 }
 
+/**
+ * How to start the gateway: the compiled dist/cli.js, as in production (tsx keeps function names
+ * with a helper call per closure, which costs measurable CPU per request); src through tsx only
+ * when no build exists.
+ */
+export function gatewayEntry(): string[] {
+  if (existsSync('dist/cli.js') && statSync('dist/cli.js').mtimeMs >= newestSource('src')) return ['dist/cli.js'];
+  process.stderr.write('dist/ is missing or older than src/: running the gateway through tsx (run `npm run build` for production figures)\n');
+  return [...TSX, 'src/cli.ts'];
+}
+
+function newestSource(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    newest = Math.max(newest, e.isDirectory() ? newestSource(p) : statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
 export async function startWarmroute(upstream: string, extra: string[] = []): Promise<Target> {
   const [port, admin] = [await freePort(), await freePort()];
   // Readiness from the port, not a log line: the log level is the caller's choice.
-  const child = await startChild(process.execPath, [...TSX, 'src/cli.ts', 'serve', '--upstream', upstream, '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), ...extra], null);
+  const child = await startChild(process.execPath, [...gatewayEntry(), 'serve', '--upstream', upstream, '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), ...extra], null);
   await waitForPort(admin, 20_000);
   return { name: 'warmroute', url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${admin}`, child };
 }

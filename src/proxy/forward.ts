@@ -155,6 +155,11 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
     const isLast = i + 1 >= maxAttempts;
     let resume: (() => void) | null = null;
     let headersWritten = false;
+    let corked = false;
+    const uncork = () => {
+      corked = false;
+      res.uncork();
+    };
 
     // Legacy handler shape: undici calls it directly (no wrapper) and passes raw header buffers.
     const handler = {
@@ -186,6 +191,13 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
       },
       onData(chunk) {
         const first = tap!.scan(chunk);
+        // Writes made in the same tick (several events in one read, the last event and the
+        // end of the stream) leave in one syscall: the socket is uncorked on the next tick.
+        if (!corked) {
+          corked = true;
+          res.cork();
+          process.nextTick(uncork);
+        }
         const flowing = res.write(chunk);
         if (first) clock.firstToken = nowMs();
         if (!flowing && resume) {

@@ -1,13 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Logger } from 'pino';
-import { errorBody, errors, toWarmrouteError, type WarmrouteError } from '../errors.js';
-import type { Registry } from '../fleet/registry.js';
-import { identify, identityWithoutBody, validateBody, type IdentityOptions, type RequestKind } from '../routing/identity.js';
-import type { Decision, RequestIdentity } from '../routing/types.js';
-import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
-import type { Metrics } from '../telemetry/metrics.js';
-import { forward, type ForwardDeps } from './forward.js';
-import { recordExchange, sessionTag } from './record.js';
+import { errors, toWarmrouteError, type WarmrouteError } from '../errors.js';
+import { identityWithoutBody, type RequestKind } from '../routing/identity.js';
+import { startClock, type HopClock } from '../telemetry/hop-clock.js';
+import type { Proxy, ProxyDeps } from './exchange.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -15,36 +10,9 @@ declare module 'fastify' {
   }
 }
 
-export interface RouteDeps extends ForwardDeps {
-  readonly registry: Registry;
-  readonly log: Logger;
-  readonly identityOptions: IdentityOptions;
-  readonly draining: () => boolean;
-  /** Tracks open exchanges so a drain can wait for them. */
-  track(p: Promise<unknown>): void;
-}
-
-function parseJson(body: unknown): unknown {
-  if (!Buffer.isBuffer(body) || body.length === 0) throw errors.invalidJson(['the body is empty']);
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch (e) {
-    throw errors.invalidJson([(e as Error).message]);
-  }
-}
-
-export function sendError(reply: FastifyReply, err: WarmrouteError): void {
-  void reply.code(err.statusCode).header('content-type', 'application/json').send(errorBody(err));
-}
-
-/** Logs and counts a request the gateway answered itself with an error, before any routing. */
-function recordRejected(deps: RouteDeps, req: FastifyRequest, err: WarmrouteError) {
-  deps.metrics.requests.inc({ replica: 'none', route: 'none', code: `${Math.floor(err.statusCode / 100)}xx` });
-  deps.log.info({ method: req.method, path: req.url, status: err.statusCode, err: err.openaiCode, detail: err.message }, 'request');
-}
-
-export function registerClientRoutes(app: FastifyInstance, deps: RouteDeps): void {
-  const { config, metrics, registry, router } = deps;
+/** The fastify side of the client listener: models, other /v1 paths, errors, 404s. */
+export function registerClientRoutes(app: FastifyInstance, deps: ProxyDeps, p: Proxy): void {
+  const { config, registry } = deps;
   const bodyLimit = config.limits.bodyBytes;
 
   app.decorateRequest('clock', null as unknown as HopClock);
@@ -53,49 +21,30 @@ export function registerClientRoutes(app: FastifyInstance, deps: RouteDeps): voi
     done();
   });
 
-  // Keep the body as the bytes received: it is forwarded as is and parsed once, only for routing.
+  // Keep the body as the bytes received: it is forwarded as is.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_req, body, done) => done(null, body));
 
+  const reject = (req: FastifyRequest, reply: FastifyReply, err: WarmrouteError) => {
+    reply.hijack();
+    p.reject(req.raw, reply.raw, err);
+  };
   app.setErrorHandler((error, req, reply) => {
     const err = toWarmrouteError(error, bodyLimit);
     if (err.statusCode >= 500) deps.log.error({ err: error, path: req.url }, 'internal error');
-    recordRejected(deps, req, err);
-    sendError(reply, err);
+    reject(req, reply, err);
   });
-  app.setNotFoundHandler((req, reply) => {
-    const err = errors.notFound([req.method, req.url.split('?')[0]]);
-    recordRejected(deps, req, err);
-    sendError(reply, err);
-  });
+  app.setNotFoundHandler((req, reply) => reject(req, reply, errors.notFound([req.method, req.url.split('?')[0]])));
 
-  async function proxy(req: FastifyRequest, reply: FastifyReply, identity: RequestIdentity, body: Buffer | null) {
-    if (deps.draining()) throw errors.shuttingDown();
-    const clock = req.clock;
-    if (clock.parsed === 0) clock.parsed = nowMs();
-    const decision: Decision = router.route({ identity, replicas: registry.views });
-    clock.routed = nowMs();
-    metrics.decisions.inc({ reason: decision.reason });
+  // POST /v1/chat/completions and /v1/completions are served by the fast path (fast-path.ts)
+  // before fastify sees them; these routes answer requests that reach fastify another way
+  // (e.g. app.inject), with the same code.
+  const completion = (kind: RequestKind) => async (req: FastifyRequest, reply: FastifyReply) => {
     reply.hijack();
-    const exchange = forward({
-      req: req.raw, res: reply.raw, method: req.method, path: req.url, body, identity, decision, clock, draining: deps.draining,
-    }, deps);
-    deps.track(exchange);
-    const outcome = await exchange;
-    recordExchange(deps, { method: req.method, path: req.url, identity, clock, outcome });
-  }
-
-  const routed = (kind: RequestKind) => async (req: FastifyRequest, reply: FastifyReply) => {
-    const parsed = parseJson(req.body);
-    validateBody(kind, parsed);
-    const identity = identify(kind, parsed, req.headers, deps.identityOptions);
-    req.clock.parsed = nowMs();
-    if (config.logging.logPrompts) deps.log.debug({ session: sessionTag(identity.sessionKey), body: parsed }, 'request body');
-    return proxy(req, reply, identity, req.body as Buffer);
+    await p.completion(kind, req.raw, reply.raw, Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0), req.clock);
   };
-
-  app.post('/v1/chat/completions', routed('chat'));
-  app.post('/v1/completions', routed('completion'));
+  app.post('/v1/chat/completions', completion('chat'));
+  app.post('/v1/completions', completion('completion'));
 
   app.get('/v1/models', async (_req, reply) => {
     const up = registry.replicas.filter((r) => r.up && !r.draining);
@@ -113,7 +62,7 @@ export function registerClientRoutes(app: FastifyInstance, deps: RouteDeps): voi
   // Everything else under /v1 (embeddings, tokenize, responses, ...) goes to a routed replica as is.
   app.all('/v1/*', async (req, reply) => {
     const identity = identityWithoutBody(req.headers, deps.identityOptions);
-    const body = Buffer.isBuffer(req.body) ? req.body : null;
-    return proxy(req, reply, identity, body);
+    reply.hijack();
+    await p.proxy(req.raw, reply.raw, identity, Buffer.isBuffer(req.body) ? req.body : null, req.clock);
   });
 }

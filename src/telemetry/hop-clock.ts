@@ -16,9 +16,12 @@ export interface HopClock {
   ended: number;
 }
 
-/** Monotonic clock in ms (process.hrtime), fractional. */
+/**
+ * Monotonic clock in ms, fractional. performance.now() reads the same clock as process.hrtime
+ * (libuv's uv_hrtime) without allocating a BigInt per mark; a request takes eight marks.
+ */
 export function nowMs(): number {
-  return Number(process.hrtime.bigint()) / 1e6;
+  return performance.now();
 }
 
 export function startClock(received = nowMs()): HopClock {

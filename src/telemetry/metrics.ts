@@ -41,3 +41,31 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * Label-bound children of the per-request metrics, created once per label set: prom-client's
+ * `observe(labels, v)` hashes the label object on every call, which showed in the profile.
+ */
+export function createRequestMetrics(m: Metrics) {
+  const hop = HOPS.map((h) => m.hopDuration.labels(h));
+  const memo = <T>(make: (key: string) => T) => {
+    const cache = new Map<string, T>();
+    return (key: string): T => {
+      let v = cache.get(key);
+      if (v === undefined) cache.set(key, (v = make(key)));
+      return v;
+    };
+  };
+  return {
+    /** Children in HOPS order. */
+    hop,
+    ttft: memo((route) => m.ttft.labels(route)),
+    overhead: m.overhead,
+    decisions: memo((reason) => m.decisions.labels(reason)),
+    requests: memo((k) => { const [replica, route, code] = k.split('\u0000'); return m.requests.labels(replica, route, code); }),
+    promptTokens: memo((replica) => m.promptTokens.labels(replica)),
+    cachedTokens: memo((replica) => m.cachedTokens.labels(replica)),
+  };
+}
+
+export type RequestMetrics = ReturnType<typeof createRequestMetrics>;
