@@ -1,17 +1,19 @@
 /**
  * npm run bench:overhead — what does the gateway add to time-to-first-token?
- * Same simple upstream, same client, one run: direct vs through warmroute vs through a naive
- * fastify+reply-from proxy vs through nginx (hash $http_x_session_id consistent) when installed,
- * at concurrency 1 and 50, streaming. Writes bench/out/overhead.{json,md}.
+ * Same simple upstream, same client, one run: direct vs through warmroute, and three references:
+ * a bare node:http+undici proxy (the Node floor), a naive fastify+reply-from proxy, and nginx
+ * (hash $http_x_session_id consistent) when installed; at concurrency 1 and 50, streaming.
+ * Also the CPU each target spends per request (/proc). Writes bench/out/overhead.{json,md}.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
+import { cpuSecondsOf } from './lib/cpu.js';
 import { fmt, percentiles, type Percentiles } from './lib/percentiles.js';
 import { histogramQuantile } from './lib/prom.js';
 import { benchBody, closedLoop, ttftOnce } from './overhead/load.js';
-import { nginxPath, startNaive, startNginx, startUpstream, startWarmroute, type Target } from './overhead/targets.js';
+import { nginxPath, startNaive, startNginx, startRawNode, startUpstream, startWarmroute, type Target } from './overhead/targets.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -21,6 +23,7 @@ const { values: args } = parseArgs({
     'body-kb': { type: 'string', default: '8' },
     'no-nginx': { type: 'boolean', default: false },
     'no-naive': { type: 'boolean', default: false },
+    'no-raw': { type: 'boolean', default: false },
     out: { type: 'string', default: 'bench/out' },
   },
 });
@@ -32,6 +35,7 @@ const progress = (s: string) => process.stderr.write(`\r\x1b[K${s}`);
 
 const upstream = await startUpstream();
 const targets: Target[] = [upstream, await startWarmroute(upstream.url, ['--log-level', 'info'])];
+if (!args['no-raw']) targets.push(await startRawNode(upstream.url));
 if (!args['no-naive']) targets.push(await startNaive(upstream.url));
 const nginx = args['no-nginx'] ? null : nginxPath();
 if (nginx) targets.push(await startNginx(nginx, upstream.url));
@@ -41,6 +45,9 @@ const pools1 = new Map(targets.map((t) => [t.name, new Pool(t.url, { connections
 const pools50 = new Map(targets.map((t) => [t.name, new Pool(t.url, { connections: 50 })]));
 const c1 = new Map<string, number[]>(targets.map((t) => [t.name, []]));
 const c50 = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+// CPU seconds per request of each target's own process(es) during the concurrency-50 blocks;
+// for "direct" that is the upstream itself.
+const cpuPerReq = new Map<string, number>();
 
 try {
   for (const t of targets) {
@@ -61,7 +68,11 @@ try {
     for (let k = 0; k < targets.length; k++) {
       const t = targets[(r + k) % targets.length];
       progress(`concurrency 50: round ${r + 1}/${ROUNDS}, ${t.name}`);
-      c50.get(t.name)!.push(...(await closedLoop(pools50.get(t.name)!, body, 50, Math.ceil(N50 / ROUNDS), `c50-${r}`)));
+      const pid = t.child?.proc.pid;
+      const cpu0 = pid ? cpuSecondsOf(pid) : 0;
+      const n = Math.ceil(N50 / ROUNDS);
+      c50.get(t.name)!.push(...(await closedLoop(pools50.get(t.name)!, body, 50, n, `c50-${r}`)));
+      if (pid) cpuPerReq.set(t.name, (cpuPerReq.get(t.name) ?? 0) + (cpuSecondsOf(pid) - cpu0) / (n * ROUNDS));
     }
   }
   progress('');
@@ -102,9 +113,9 @@ try {
     `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}. Request body ${args['body-kb']} KiB, streaming, client TTFT = request sent → first content chunk.`,
     `Requests per target: ${N1} at concurrency 1 (interleaved), ${N50} at concurrency 50 (${ROUNDS} rotated rounds).`,
     '',
-    '| concurrency | target | TTFT p50 ms | p90 | p99 | added p50 ms | added p90 | added p99 |',
-    '|---:|---|---:|---:|---:|---:|---:|---:|',
-    ...rows.map((r) => `| ${r.concurrency} | ${r.target} | ${fmt(r.ttft.p50, 3)} | ${fmt(r.ttft.p90, 3)} | ${fmt(r.ttft.p99, 3)} | ${r.added ? fmt(r.added.p50, 3) : '—'} | ${r.added ? fmt(r.added.p90, 3) : '—'} | ${r.added ? fmt(r.added.p99, 3) : '—'} |`),
+    '| concurrency | target | TTFT p50 ms | p90 | p99 | added p50 ms | added p90 | added p99 | CPU µs/request |',
+    '|---:|---|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows.map((r) => `| ${r.concurrency} | ${r.target} | ${fmt(r.ttft.p50, 3)} | ${fmt(r.ttft.p90, 3)} | ${fmt(r.ttft.p99, 3)} | ${r.added ? fmt(r.added.p50, 3) : '—'} | ${r.added ? fmt(r.added.p90, 3) : '—'} | ${r.added ? fmt(r.added.p99, 3) : '—'} | ${r.concurrency === 50 && cpuPerReq.has(r.target) ? fmt(cpuPerReq.get(r.target)! * 1e6, 0) : ''} |`),
     '',
     `warmroute's own account (warmroute_gateway_overhead_seconds, all requests incl. warm-up): p50 ${fmt(selfReported.overheadP50Ms, 3)} ms, p99 ${fmt(selfReported.overheadP99Ms, 3)} ms.`,
     '',
@@ -115,7 +126,7 @@ try {
   ];
   const report = lines.join('\n');
   mkdirSync(args.out, { recursive: true });
-  writeFileSync(`${args.out}/overhead.json`, JSON.stringify({ when: new Date().toISOString(), node: process.version, cpus: cpus().length, args, rows, selfReported, goals, raw: { c1: Object.fromEntries(c1), c50: Object.fromEntries(c50) } }, null, 1));
+  writeFileSync(`${args.out}/overhead.json`, JSON.stringify({ when: new Date().toISOString(), node: process.version, cpus: cpus().length, args, rows, selfReported, goals, cpuMicrosPerRequest: Object.fromEntries([...cpuPerReq].map(([k, v]) => [k, v * 1e6])), raw: { c1: Object.fromEntries(c1), c50: Object.fromEntries(c50) } }, null, 1));
   writeFileSync(`${args.out}/overhead.md`, `${report}\n`);
   process.stdout.write(`${report}\n\nwrote ${args.out}/overhead.json and ${args.out}/overhead.md\n`);
 } finally {

@@ -65,6 +65,12 @@ export async function startNaive(upstream: string): Promise<Target> {
   return { name: 'fastify+reply-from', url: `http://127.0.0.1:${port}`, child };
 }
 
+export async function startRawNode(upstream: string): Promise<Target> {
+  const port = await freePort();
+  const child = await startChild(process.execPath, [...TSX, 'bench/overhead/raw-proxy.ts', '--port', String(port), '--upstream', upstream], /listening/);
+  return { name: 'raw node proxy', url: `http://127.0.0.1:${port}`, child };
+}
+
 export function nginxPath(): string | null {
   for (const p of ['/usr/sbin/nginx', '/usr/bin/nginx', '/usr/local/sbin/nginx']) {
     try {
