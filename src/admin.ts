@@ -44,6 +44,19 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
       })),
     };
   });
+  app.get('/admin/routing', async () => {
+    const st = router.stats?.();
+    if (!st) return { strategy: router.strategy };
+    return {
+      strategy: router.strategy,
+      prefixEntries: st.prefixEntries,
+      tokenScale: st.tokenScale,
+      replicas: Object.fromEntries(registry.replicas.map((r) => [r.name, {
+        prefixTokens: st.prefixTokensByReplica.get(r.name) ?? 0,
+        cost: st.costByReplica.get(r.name) ?? null,
+      }])),
+    };
+  });
   app.get<{ Params: { key: string } }>('/admin/sessions/:key', async (req, reply) => {
     const s = router.session(req.params.key);
     if (!s) return reply.code(404).send({ error: { message: 'no pin for that session key', type: 'not_found_error', param: 'key', code: 'session_not_found' } });

@@ -62,6 +62,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   });
   const health = createHealth({
     registry, agent, metrics, log,
+    onRecovered: (name) => router.forgetReplica?.(name),
     options: {
       downBackoffMs: config.health.downBackoffMs,
       probeIntervalMs: config.health.probeIntervalMs,
@@ -78,7 +79,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const proxyDeps: ProxyDeps = {
     agent, admission, health, router, metrics, config, registry, log,
     byName: registry.byName,
-    identityOptions: { sessionKeySources: config.routing.sessionKeySources, maxSessionKeyBytes: config.routing.maxSessionKeyBytes },
+    identityOptions: { sessionKeySources: config.routing.sessionKeySources, maxSessionKeyBytes: config.routing.maxSessionKeyBytes, ...config.routing.identity },
     draining: isDraining,
     track(p) {
       open.add(p);

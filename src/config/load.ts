@@ -148,7 +148,7 @@ export function performanceWarnings(c: ResolvedConfig): string[] {
   if (c.routing.strategy !== 'affinity') {
     w.push(`routing.strategy is ${c.routing.strategy}: prefix-cache affinity is OFF, so sessions will re-prefill on cold replicas`);
   }
-  if (c.routing.sessionKeySources.length === 0) w.push('routing.sessionKeySources is empty: explicit session keys are ignored');
+  if (!c.routing.sessionKeySources.some((x) => typeof x === 'string' || x.enabled)) w.push('routing.sessionKeySources has no enabled source: explicit session keys are ignored');
   if (c.routing.sessionTtlMs < 60_000) w.push(`routing.sessionTtlMs is ${c.routing.sessionTtlMs} ms: pins expire before most voice sessions take their next turn`);
   if (!c.headers.serverTiming) w.push('headers.serverTiming is off: clients cannot see per-hop timings');
   if (c.logging.logPrompts) w.push('logging.logPrompts is on: prompt text will appear in debug logs');

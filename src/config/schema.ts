@@ -24,11 +24,31 @@ export const ConfigSchema = Type.Object({
   upstreams: Type.Array(UpstreamSchema, { minItems: 1 }),
   routing: Type.Object({
     strategy: Type.Union([Type.Literal('affinity'), Type.Literal('round-robin'), Type.Literal('least-loaded'), Type.Literal('session-hash')], { default: 'affinity' }),
-    /** Ordered `header:<name>` / `body:<field>` sources of the session key; first present wins. */
-    sessionKeySources: Type.Array(Type.String({ pattern: '^(header|body):.+$' }), {
-      default: ['header:x-session-id', 'header:x-session-affinity', 'body:prompt_cache_key', 'body:session_id'],
+    /**
+     * Ordered sources of the session key; the first present wins. Each is `header:<name>` /
+     * `body:<field>`, or `{ from, name, enabled }` to list a source but keep it off (body:user is).
+     */
+    sessionKeySources: Type.Array(Type.Union([
+      Type.String({ pattern: '^(header|body):.+$' }),
+      Type.Object({
+        from: Type.Union([Type.Literal('header'), Type.Literal('body')]),
+        name: Type.String({ minLength: 1 }),
+        enabled: Type.Boolean({ default: true }),
+      }, { additionalProperties: false }),
+    ]), {
+      default: [
+        'header:x-session-id', 'header:x-session-affinity', 'body:prompt_cache_key', 'body:session_id',
+        { from: 'body', name: 'user', enabled: false },
+      ],
     }),
     maxSessionKeyBytes: Type.Integer({ minimum: 1, maximum: 4096, default: 256 }),
+    /** How prompts are cut into prefix-chain links and sized in tokens (see src/routing/identity.ts). */
+    identity: Type.Object({
+      bytesPerToken: Type.Number({ exclusiveMinimum: 0, default: 4 }),
+      blockBytes: Type.Integer({ minimum: 4, default: 64 }),
+      blockTokens: Type.Integer({ minimum: 1, default: 16 }),
+      placementBlocks: Type.Integer({ minimum: 1, default: 16 }),
+    }, { default: {}, additionalProperties: false }),
     /** Pins kept in memory (LRU beyond), and how long an idle pin lives. */
     maxSessions: Type.Integer({ minimum: 1, default: 100_000 }),
     sessionTtlMs: Ms(600_000),

@@ -31,7 +31,11 @@ async function get(agent: Dispatcher, r: ReplicaState, path: string, timeoutMs: 
   return { status: res.statusCode, text: await res.body.text() };
 }
 
-export function createHealth(deps: { registry: Registry; agent: Dispatcher; metrics: Metrics; log: Logger; options: HealthOptions }): Health {
+export function createHealth(deps: {
+  registry: Registry; agent: Dispatcher; metrics: Metrics; log: Logger; options: HealthOptions;
+  /** A replica that was down comes back with a cold cache: routing forgets what it believed warm there. */
+  onRecovered?: (replica: string) => void;
+}): Health {
   const { registry, agent, metrics, log, options } = deps;
   const timers: NodeJS.Timeout[] = [];
   const scrapeFailing = new Set<string>();
@@ -43,7 +47,10 @@ export function createHealth(deps: { registry: Registry; agent: Dispatcher; metr
     r.up = up;
     metrics.replicaUp.set({ replica: r.name }, up ? 1 : 0);
     metrics.healthTransitions.inc({ replica: r.name, to: up ? 'up' : 'down', cause });
-    if (up) log.info({ replica: r.name, cause }, 'replica up');
+    if (up) {
+      log.info({ replica: r.name, cause }, 'replica up: its prefix cache is assumed cold');
+      deps.onRecovered?.(r.name);
+    }
     else log.warn({ replica: r.name, cause, detail, backoffMs: options.downBackoffMs }, 'replica down: its sessions move to their next choice');
   }
 
