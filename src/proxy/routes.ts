@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errors, toWarmrouteError, type WarmrouteError } from '../errors.js';
-import { identityWithoutBody, type RequestKind } from '../routing/identity.js';
+import { identityWithoutBody } from '../routing/identity.js';
 import { startClock, type HopClock } from '../telemetry/hop-clock.js';
 import type { Proxy, ProxyDeps } from './exchange.js';
 
@@ -36,15 +36,8 @@ export function registerClientRoutes(app: FastifyInstance, deps: ProxyDeps, p: P
   });
   app.setNotFoundHandler((req, reply) => reject(req, reply, errors.notFound([req.method, req.url.split('?')[0]])));
 
-  // POST /v1/chat/completions and /v1/completions are served by the fast path (fast-path.ts)
-  // before fastify sees them; these routes answer requests that reach fastify another way
-  // (e.g. app.inject), with the same code.
-  const completion = (kind: RequestKind) => async (req: FastifyRequest, reply: FastifyReply) => {
-    reply.hijack();
-    await p.completion(kind, req.raw, reply.raw, Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0), req.clock);
-  };
-  app.post('/v1/chat/completions', completion('chat'));
-  app.post('/v1/completions', completion('completion'));
+  // POST /v1/chat/completions and /v1/completions never get here: the node:http fast path
+  // (fast-path.ts) serves them before fastify sees the request.
 
   app.get('/v1/models', async (_req, reply) => {
     const up = registry.replicas.filter((r) => r.up && !r.draining);

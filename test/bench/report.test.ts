@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { buildHtml } from '../../bench/report/html.js';
+import { markdownReport, shortTable } from '../../bench/voice/markdown.js';
+import { syntheticResult } from './fixtures.js';
+
+const VOID = new Set(['meta', 'br', 'hr', 'img', 'input', 'link']);
+
+/** Tag balance over HTML + inline SVG: every element closed in order, self-closing SVG shapes allowed. */
+function assertBalanced(html: string): void {
+  const stack: string[] = [];
+  const body = html.replace(/^<!doctype html>/i, '').replace(/<style>[\s\S]*?<\/style>/, '<style></style>');
+  for (const m of body.matchAll(/<(\/?)([a-zA-Z][\w-]*)([^>]*?)(\/?)>/g)) {
+    const [, close, name, , self] = m;
+    const tag = name.toLowerCase();
+    if (self || (!close && VOID.has(tag))) continue;
+    if (close) {
+      const open = stack.pop();
+      assert.equal(open, tag, `</${tag}> closes <${open}> at ${m.index}`);
+    } else {
+      stack.push(tag);
+    }
+  }
+  assert.deepEqual(stack, [], 'unclosed elements');
+  assert.doesNotMatch(body.replace(/<[^>]*>/g, ''), /[<>]/, 'stray angle bracket in text');
+}
+
+test('the HTML report is well-formed, self-contained and has every chart', () => {
+  const html = buildHtml(syntheticResult());
+  assertBalanced(html);
+  assert.equal((html.match(/<svg xmlns/g) ?? []).length, 4, 'CDF, per turn, hops, gateway hops');
+  for (const s of ['TTFT distribution', 'TTFT by turn', 'Per-hop breakdown', 'Goals', 'Run parameters', 'warmroute (affinity)', 'round-robin']) {
+    assert.ok(html.includes(s), s);
+  }
+  // Nothing external: no scripts, stylesheets, images or fonts fetched.
+  assert.doesNotMatch(html, /<script|<link|<img|@import|url\(/i);
+  assert.deepEqual([...html.matchAll(/https?:\/\/[^"' ]+/g)].map((m) => m[0]).filter((u) => u !== 'http://www.w3.org/2000/svg'), []);
+  // Text from the run is escaped.
+  assert.ok(html.includes('test &lt;cpu&gt; &amp; &quot;quotes&quot;'));
+  // Paths carry numbers only (no NaN from an empty or degenerate series).
+  assert.doesNotMatch(html, /NaN|Infinity|undefined/);
+  assert.match(html, /class="badge (met|not|na)"/);
+});
+
+test('markdown tables have one row per strategy and the goals', () => {
+  const r = syntheticResult();
+  const md = markdownReport(r);
+  assert.equal((md.match(/^\| \*\*warmroute\*\* \(affinity\)/gm) ?? []).length, 2);
+  assert.equal((md.match(/^\| round-robin/gm) ?? []).length, 2);
+  assert.match(md, /(met|NOT met) +warmroute TTFT p90/);
+  const short = shortTable(r.summaries).split('\n');
+  assert.equal(short.length, 4);
+  assert.ok(short.every((l) => l.split('|').length === short[0].split('|').length));
+});
