@@ -1,0 +1,97 @@
+// The voice bench as one self-contained HTML page: inline CSS and SVG, no script, no external asset.
+
+import type { BenchResult } from '../voice/bench.js';
+import type { Goal } from '../voice/goals.js';
+import { paramsLine } from '../voice/markdown.js';
+import type { StrategySummary } from '../voice/summary.js';
+import { COLORS, gatewayHops, hopBreakdown, NAMES, perTurn, ttftCdf } from './charts.js';
+import { esc } from './svg.js';
+
+const CSS = `
+body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#1d2327;max-width:1060px;margin:24px auto;padding:0 16px;background:#fbfbfa}
+h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.sub{color:#555;margin:0 0 12px}
+table{border-collapse:collapse;width:100%;font-size:13.5px;background:#fff}
+th,td{border:1px solid #e1e1e1;padding:5px 7px;text-align:right;white-space:nowrap}th{background:#f2f4f5}
+td:first-child,th:first-child{text-align:left}
+tr.wr td{background:#eef7f8;font-weight:600}
+.swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
+ul.goals{list-style:none;padding:0;margin:0}ul.goals li{margin:6px 0;padding:8px 10px;border-radius:6px;background:#fff;border:1px solid #e1e1e1}
+.badge{display:inline-block;min-width:92px;text-align:center;font-weight:700;border-radius:4px;padding:1px 8px;margin-right:10px;color:#fff}
+.met{background:#2a9d5c}.not{background:#c8372d}.na{background:#888}
+.chart{background:#fff;border:1px solid #e1e1e1;border-radius:6px;padding:8px;margin:10px 0}
+svg{max-width:100%;height:auto;font-family:inherit}
+.title{font-size:15px;font-weight:600;fill:#1d2327}.tick{font-size:11.5px;fill:#555}.axis{font-size:12.5px;fill:#333}.label{font-size:12.5px;fill:#1d2327}
+.grid{stroke:#eceff1;stroke-width:1}.mark{stroke:#c8372d;stroke-dasharray:3 3}.marklabel{font-size:11.5px;fill:#c8372d}
+.legend{display:flex;gap:18px;flex-wrap:wrap;font-size:13px;margin:2px 0 0 56px}.legend svg{vertical-align:middle;margin-right:5px}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;font-size:13.5px}dt{color:#555}dd{margin:0}
+.note{font-size:13px;color:#444}`;
+
+const f = (v: number | null | undefined, d = 0) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(d));
+const pct = (v: number | null | undefined) => (v === null || v === undefined ? '–' : `${(v * 100).toFixed(1)}%`);
+
+function summaryTable(ss: readonly StrategySummary[]): string {
+  const head = ['strategy', 'TTFT p50 ms', 'p90', 'p99', `turns > ${ss[0]?.budgetMs ?? 300} ms`, 'hit rate (vLLM)', 'ideal', 'of ideal',
+    'max/avg load', 'peak in flight', 'keyed p50 / p90', 'keyless p50 / p90', 'keyed / keyless hit', 'gateway overhead p50 / p99 ms', 'errors'];
+  const rows = ss.map((s) => {
+    const cells = [
+      `<span class="swatch" style="background:${COLORS[s.strategy] ?? '#555'}"></span>${esc(NAMES[s.strategy] ?? s.strategy)}`,
+      f(s.ttft.p50), f(s.ttft.p90), f(s.ttft.p99), `${s.overBudget} / ${s.ttft.n}`, pct(s.hitRate), pct(s.idealHitRate),
+      s.hitRate !== null && s.idealHitRate ? pct(s.hitRate / s.idealHitRate) : '–', f(s.load.maxOverAvg, 2),
+      esc(Object.values(s.load.peakInflight).join(' / ') || '–'),
+      `${f(s.keyed.ttft.p50)} / ${f(s.keyed.ttft.p90)}`, `${f(s.keyless.ttft.p50)} / ${f(s.keyless.ttft.p90)}`,
+      `${pct(s.keyed.hitRate)} / ${pct(s.keyless.hitRate)}`, `${f(s.overhead.p50Ms, 3)} / ${f(s.overhead.p99Ms, 3)}`, String(s.errors),
+    ];
+    return `<tr${s.strategy === 'affinity' ? ' class="wr"' : ''}>${cells.map((c) => `<td>${c}</td>`).join('')}</tr>`;
+  });
+  return `<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('')}</tbody></table>`;
+}
+
+function goalsList(goals: readonly Goal[]): string {
+  return `<ul class="goals">${goals.map((g) => {
+    const [cls, word] = g.met === null ? ['na', 'not measured'] : g.met ? ['met', 'met'] : ['not', 'NOT met'];
+    return `<li><span class="badge ${cls}">${word}</span><b>${esc(g.name)}</b> — ${esc(g.measured)} <span class="note">(target: ${esc(g.target)})</span></li>`;
+  }).join('')}</ul>`;
+}
+
+function paramsList(r: BenchResult): string {
+  const w = r.params.workload;
+  const items: [string, string][] = [
+    ['when', r.when], ['machine', `${r.machine.cpus} × ${r.machine.cpu}, Node ${r.machine.node}`],
+    ['fleet', `${r.params.replicas} simulated vLLM replicas (bench/sim, calibrated to the field report's H100 figures); KV caches reset between strategies`],
+    ['sessions', `${w.sessions} concurrent, ${w.turns} turns each, starting over ${w.startSpreadMs} ms`],
+    ['agents', `${w.groups}, system prompts ${w.systemTokens[0]}–${w.systemTokens[1]} tokens`],
+    ['turns', `utterance ${w.userTokens[0]}–${w.userTokens[1]} tokens, answer ${r.params.outputTokens[0]}–${r.params.outputTokens[1]} tokens sent back verbatim, ${Math.round(w.toolTurnShare * 100)}% tool turns, think ${w.thinkMs[0]}–${w.thinkMs[1]} ms`],
+    ['keys', `${Math.round(w.keylessShare * 100)}% keyless; of the keyed, ${Math.round(w.bodyKeyShare * 100)}% via body prompt_cache_key, the rest x-session-id`],
+    ['requests', `${r.params.plannedRequests} planned per strategy; budget ${r.params.budgetMs} ms; cap ${r.params.maxDurationS} s per strategy; seed ${w.seed}`],
+    ['wall time', `${(r.wallMs / 1000).toFixed(1)} s`],
+  ];
+  return `<dl>${items.map(([k, v]) => `<dt>${esc(k)}</dt><dd>${esc(v)}</dd>`).join('')}</dl>`;
+}
+
+export function buildHtml(r: BenchResult, title = 'warmroute — voice sessions benchmark'): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<title>${esc(title)}</title><style>${CSS}</style></head><body>
+<h1>${esc(title)}</h1>
+<p class="sub">${esc(paramsLine(r))}</p>
+<h2>Summary</h2>
+${summaryTable(r.summaries)}
+<p class="note">TTFT: request sent → first content chunk at the client, streaming, every request. Hit rate: Σ vllm:prefix_cache_hits_total / Σ vllm:prefix_cache_queries_total over the replicas during the strategy's run.
+Ideal: every session on a replica of its own with unbounded KV, its agent's system prompt warm once any earlier request computed it — the run's exact token streams replayed through a model of the simulator's prefix cache.
+Load: requests served by the busiest replica over the fleet average. Gateway overhead: warmroute's own <code>warmroute_gateway_overhead_seconds</code> histogram.</p>
+<h2>Goals</h2>
+${goalsList(r.goals)}
+<h2>TTFT distribution</h2>
+<div class="chart">${ttftCdf(r)}</div>
+<h2>TTFT by turn</h2>
+<p class="note">A voice session's prompt is its agent's system prompt plus a history that grows every turn. A router that keeps the session where its prefix is cached prefills only the new turn; one that moves it re-prefills what the new replica has not seen.</p>
+<div class="chart">${perTurn(r)}</div>
+<h2>Per-hop breakdown</h2>
+<div class="chart">${hopBreakdown(r)}</div>
+<div class="chart">${gatewayHops(r)}</div>
+<h2>Run parameters</h2>
+${paramsList(r)}
+</body></html>
+`;
+}

@@ -1,0 +1,106 @@
+// npm run bench:voice — the voice workload through round-robin, least-loaded, session-hash and
+// warmroute, side by side on the same simulated fleet. Writes bench/out/voice-*.json, the HTML
+// report and the markdown tables; prints the tables and the goals (met / NOT met).
+
+import { parseArgs } from 'node:util';
+import { runBench, STRATEGIES, type BenchOptions } from './bench.js';
+import { goalLine } from './goals.js';
+import { fullTables } from './markdown.js';
+import { writeVoiceOutputs } from './output.js';
+import { createProgress } from './progress.js';
+import { WORKLOAD_DEFAULTS } from './workload.js';
+
+const W = WORKLOAD_DEFAULTS;
+const USAGE = `usage: npm run bench:voice -- [flags]
+
+  --replicas N             simulated vLLM replicas (4)
+  --sessions N             concurrent voice sessions (${W.sessions})
+  --turns N                turns per session (${W.turns})
+  --groups N               voice agents, each with its own system prompt and tools (${W.groups})
+  --system-tokens A-B      system prompt tokens per agent (${W.systemTokens.join('-')})
+  --user-tokens A-B        caller utterance tokens (${W.userTokens.join('-')})
+  --output-tokens A-B      answer tokens, the simulator's natural length (50-150)
+  --kv-blocks N            KV capacity per replica in 16-token blocks (the simulator's H100 default, 24576)
+  --tool-turns F           share of turns that call a tool (${W.toolTurnShare})
+  --keyless F              share of sessions sent without a key (${W.keylessShare})
+  --body-key F             share of keyed sessions using body prompt_cache_key (${W.bodyKeyShare})
+  --think-ms A-B           pause between an answer and the next utterance (${W.thinkMs.join('-')})
+  --start-spread-ms N      sessions start spread over this window (${W.startSpreadMs})
+  --strategies LIST        comma-separated (${STRATEGIES.join(',')})
+  --max-duration-s N       per strategy: no new turn after this (300)
+  --request-timeout-s N    per request (60)
+  --budget-ms N            TTFT budget for "turns over budget" (300)
+  --seed N                 workload seed (${W.seed})
+  --out DIR                output directory (bench/out)`;
+
+function range(v: string | undefined, def: readonly [number, number], name: string): [number, number] {
+  if (v === undefined) return [def[0], def[1]];
+  const [a, b] = v.split('-').map(Number);
+  const r: [number, number] = [a, b ?? a];
+  if (!r.every(Number.isFinite) || r[0] > r[1] || r[0] < 0) throw new Error(`--${name} wants A-B with 0 ≤ A ≤ B, got ${v}`);
+  return r;
+}
+
+function num(v: string | undefined, def: number, name: string, min = 0, max = Infinity): number {
+  if (v === undefined) return def;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name} wants a number in [${min}, ${max}], got ${v}`);
+  return n;
+}
+
+async function main(): Promise<number> {
+  const s = { type: 'string' } as const;
+  const { values: a } = parseArgs({
+    options: {
+      replicas: s, sessions: s, turns: s, groups: s, 'system-tokens': s, 'user-tokens': s, 'output-tokens': s, 'kv-blocks': s,
+      'tool-turns': s, keyless: s, 'body-key': s, 'think-ms': s, 'start-spread-ms': s, strategies: s,
+      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (a.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const strategies = (a.strategies ?? STRATEGIES.join(',')).split(',').map((x) => x.trim()).filter(Boolean);
+  for (const st of strategies) if (!(STRATEGIES as readonly string[]).includes(st)) throw new Error(`unknown strategy ${st}`);
+  const o: BenchOptions = {
+    replicas: num(a.replicas, 4, 'replicas', 1, 64),
+    strategies,
+    outputTokens: range(a['output-tokens'], [50, 150], 'output-tokens'),
+    kvBlocks: a['kv-blocks'] === undefined ? undefined : num(a['kv-blocks'], 0, 'kv-blocks', 64, 1e7),
+    maxDurationS: num(a['max-duration-s'], 300, 'max-duration-s', 1, 3600),
+    requestTimeoutS: num(a['request-timeout-s'], 60, 'request-timeout-s', 1, 600),
+    budgetMs: num(a['budget-ms'], 300, 'budget-ms', 1),
+    workload: {
+      sessions: num(a.sessions, W.sessions, 'sessions', 1, 2000),
+      turns: num(a.turns, W.turns, 'turns', 1, 200),
+      groups: num(a.groups, W.groups, 'groups', 1, 1000),
+      systemTokens: range(a['system-tokens'], W.systemTokens, 'system-tokens'),
+      userTokens: range(a['user-tokens'], W.userTokens, 'user-tokens'),
+      toolTurnShare: num(a['tool-turns'], W.toolTurnShare, 'tool-turns', 0, 1),
+      keylessShare: num(a.keyless, W.keylessShare, 'keyless', 0, 1),
+      bodyKeyShare: num(a['body-key'], W.bodyKeyShare, 'body-key', 0, 1),
+      thinkMs: range(a['think-ms'], W.thinkMs, 'think-ms'),
+      startSpreadMs: num(a['start-spread-ms'], W.startSpreadMs, 'start-spread-ms', 0),
+      seed: num(a.seed, W.seed, 'seed'),
+    },
+  };
+  const progress = createProgress();
+  const result = await runBench(o, progress);
+  progress.done();
+  const paths = writeVoiceOutputs(result, a.out ?? 'bench/out');
+  const errors = result.summaries.reduce((n, x) => n + x.errors, 0);
+  process.stdout.write(`${fullTables(result.summaries)}\n\nGoals:\n${result.goals.map((g) => `  ${goalLine(g)}`).join('\n')}\n\n`);
+  if (errors > 0) process.stdout.write(`${errors} request(s) failed; see the JSON for each one's error.\n`);
+  process.stdout.write(`wrote ${paths.json}, ${paths.latestJson}, ${paths.md}\nreport: ${paths.html}\n`);
+  return 0;
+}
+
+main().then(
+  (code) => { process.exitCode = code; },
+  (e: unknown) => {
+    process.stderr.write(`\nbench:voice: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.exitCode = 1;
+  },
+);

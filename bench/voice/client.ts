@@ -1,0 +1,135 @@
+// The load generator's streaming client. TTFT is request sent → first SSE chunk carrying content
+// (text or a tool call), as the field report measured it; the gateway's headers (replica, route
+// reason, Server-Timing hops) and the usage chunk are kept for the per-turn record.
+
+import { Agent, request } from 'node:http';
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+export interface Exchange {
+  status: number;
+  /** performance.now() when the request was written. */
+  sentAt: number;
+  ttftMs: number | null;
+  totalMs: number;
+  replica: string | null;
+  route: string | null;
+  /** Server-Timing entries in ms: parse, route, queue, connect, upstream_headers. */
+  hops: Record<string, number>;
+  content: string;
+  toolCall: ToolCall | null;
+  finishReason: string | null;
+  promptTokens: number | null;
+  cachedTokens: number | null;
+  completionTokens: number | null;
+  done: boolean;
+  error: string | null;
+}
+
+export function keepAliveAgent(): Agent {
+  return new Agent({ keepAlive: true, maxSockets: 512 });
+}
+
+/** `parse;dur=0.120, route;dur=0.030` → { parse: 0.12, route: 0.03 }. */
+export function parseServerTiming(value: string | undefined): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const entry of (value ?? '').split(',')) {
+    const [name, ...params] = entry.trim().split(';');
+    const dur = params.map((p) => p.trim()).find((p) => p.startsWith('dur='));
+    if (name && dur) out[name] = Number(dur.slice(4));
+  }
+  return out;
+}
+
+type Chunk = {
+  choices?: { delta?: { content?: string | null; tool_calls?: { id?: string; function?: { name?: string; arguments?: string } }[] }; finish_reason?: string | null }[];
+  usage?: { prompt_tokens: number; completion_tokens: number; prompt_tokens_details?: { cached_tokens?: number } | null } | null;
+  error?: { message?: string };
+};
+
+function header(v: string | string[] | undefined): string | null {
+  return v === undefined ? null : Array.isArray(v) ? v.join(',') : v;
+}
+
+/** One streamed chat completion; never rejects (failures come back in `error`). */
+export function streamChatExchange(url: string, headers: Record<string, string>, body: unknown, agent: Agent, timeoutMs: number): Promise<Exchange> {
+  const payload = Buffer.from(JSON.stringify(body));
+  return new Promise((resolve) => {
+    const out: Exchange = {
+      status: 0, sentAt: performance.now(), ttftMs: null, totalMs: 0, replica: null, route: null, hops: {},
+      content: '', toolCall: null, finishReason: null, promptTokens: null, cachedTokens: null, completionTokens: null,
+      done: false, error: null,
+    };
+    let settled = false;
+    const finish = (error: string | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      out.totalMs = performance.now() - out.sentAt;
+      if (error && !out.error) out.error = error;
+      resolve(out);
+    };
+    const onEvent = (data: string) => {
+      if (data === '[DONE]') {
+        out.done = true;
+        return;
+      }
+      const chunk = JSON.parse(data) as Chunk;
+      if (chunk.error) out.error = chunk.error.message ?? 'error event';
+      if (chunk.usage) {
+        out.promptTokens = chunk.usage.prompt_tokens;
+        out.completionTokens = chunk.usage.completion_tokens;
+        out.cachedTokens = chunk.usage.prompt_tokens_details?.cached_tokens ?? null;
+      }
+      const c = chunk.choices?.[0];
+      if (!c) return;
+      const text = c.delta?.content ?? '';
+      const calls = c.delta?.tool_calls ?? [];
+      if (out.ttftMs === null && (text !== '' || calls.length > 0)) out.ttftMs = performance.now() - out.sentAt;
+      out.content += text;
+      for (const tc of calls) {
+        if (tc.id) out.toolCall = { id: tc.id, name: tc.function?.name ?? '', arguments: tc.function?.arguments ?? '' };
+        else if (out.toolCall) out.toolCall.arguments += tc.function?.arguments ?? '';
+      }
+      if (c.finish_reason) out.finishReason = c.finish_reason;
+    };
+    const req = request(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      agent,
+      headers: { ...headers, 'content-type': 'application/json', 'content-length': payload.length },
+    }, (res) => {
+      out.status = res.statusCode ?? 0;
+      out.replica = header(res.headers['x-warmroute-replica']);
+      out.route = header(res.headers['x-warmroute-route']);
+      out.hops = parseServerTiming(header(res.headers['server-timing']) ?? undefined);
+      res.setEncoding('utf8');
+      let buf = '';
+      res.on('data', (d: string) => {
+        buf += d;
+        let at: number;
+        while ((at = buf.indexOf('\n\n')) >= 0) {
+          const event = buf.slice(0, at);
+          buf = buf.slice(at + 2);
+          if (!event.startsWith('data: ')) continue;
+          try {
+            onEvent(event.slice(6));
+          } catch {
+            out.error = 'unparsable SSE event';
+          }
+        }
+      });
+      res.on('error', (e) => finish(e.message));
+      res.on('close', () => finish(res.complete ? (out.status === 200 ? null : `HTTP ${out.status}`) : 'stream cut'));
+    });
+    const timer = setTimeout(() => {
+      req.destroy(new Error(`timeout after ${timeoutMs} ms`));
+    }, timeoutMs);
+    req.on('error', (e) => finish(e.message));
+    out.sentAt = performance.now();
+    req.end(payload);
+  });
+}

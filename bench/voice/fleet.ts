@@ -1,0 +1,133 @@
+// The processes of a run: the simulated vLLM fleet (one child, the sim CLI) and one warmroute
+// gateway child per strategy, each on its own event loop as in production; and what is read from
+// them: the vLLM prefix-cache counters, the gateway's own overhead histogram, in-flight samples.
+
+import { startChildLines, TSX, type Child } from '../lib/procs.js';
+import { histogramQuantile } from '../lib/prom.js';
+import { startWarmroute, type Target } from '../overhead/targets.js';
+
+export interface Fleet {
+  urls: string[];
+  /** Empties every replica's KV cache and zeroes its counters (POST /sim/reset). */
+  reset(): Promise<void>;
+  prefixCounters(): Promise<PrefixCounters>;
+  stop(): Promise<void>;
+}
+
+export interface PrefixCounters {
+  queries: number;
+  hits: number;
+}
+
+/** `kvBlocks`: the simulator's KV capacity per replica (undefined: its H100 default). */
+export async function startSimFleet(replicas: number, outputTokens: [number, number], kvBlocks?: number): Promise<Fleet> {
+  const args = [...TSX, 'bench/sim/cli.ts', '--replicas', String(replicas), '--output-tokens', `${outputTokens[0]}-${outputTokens[1]}`];
+  if (kvBlocks !== undefined) args.push('--kv-blocks', String(kvBlocks));
+  const child: Child & { lines: string[] } = await startChildLines(process.execPath, args, /^http:\/\//, replicas, { timeoutMs: 30_000 });
+  const urls = child.lines.map((l) => l.trim());
+  return {
+    urls,
+    async reset() {
+      await Promise.all(urls.map(async (u) => {
+        const r = await fetch(`${u}/sim/reset`, { method: 'POST' });
+        await r.arrayBuffer();
+        if (!r.ok) throw new Error(`${u}/sim/reset: HTTP ${r.status}`);
+      }));
+    },
+    async prefixCounters() {
+      const texts = await Promise.all(urls.map(async (u) => (await fetch(`${u}/metrics`)).text()));
+      return {
+        queries: texts.reduce((s, t) => s + sumSamples(t, 'vllm:prefix_cache_queries_total'), 0),
+        hits: texts.reduce((s, t) => s + sumSamples(t, 'vllm:prefix_cache_hits_total'), 0),
+      };
+    },
+    stop: () => child.stop(),
+  };
+}
+
+/** Sum of every sample of a metric in Prometheus text (all label sets). */
+export function sumSamples(text: string, name: string): number {
+  let sum = 0;
+  const esc = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  for (const m of text.matchAll(new RegExp(`^${esc}(?:\\{[^}]*\\})? (\\S+)`, 'gm'))) sum += Number(m[1]);
+  return sum;
+}
+
+export interface Gateway {
+  url: string;
+  adminUrl: string;
+  stop(): Promise<void>;
+}
+
+interface AdminReplicas {
+  replicas: { name: string; state: string; inflight: number; models: string[] | null }[];
+}
+
+export async function startGateway(urls: string[], strategy: string): Promise<Gateway> {
+  const extra = [...urls.slice(1).flatMap((u) => ['--upstream', u]), '--strategy', strategy, '--log-level', 'warn'];
+  const t: Target = await startWarmroute(urls[0], extra);
+  const adminUrl = t.adminUrl!;
+  // Ready once every replica is up and its model list is known (bounded wait).
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const r = (await (await fetch(`${adminUrl}/admin/replicas`)).json()) as AdminReplicas;
+    if (r.replicas.every((x) => x.state === 'up' && x.models !== null)) break;
+    if (Date.now() > deadline) break;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  return { url: t.url, adminUrl, stop: () => t.child!.stop() };
+}
+
+export interface GatewayMetrics {
+  overheadP50Ms: number | null;
+  overheadP99Ms: number | null;
+  decisions: Record<string, number>;
+}
+
+export async function gatewayMetrics(adminUrl: string): Promise<GatewayMetrics> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  const q = (p: number) => {
+    const v = histogramQuantile(text, 'warmroute_gateway_overhead_seconds', p);
+    return v === null ? null : v * 1000;
+  };
+  const decisions: Record<string, number> = {};
+  for (const m of text.matchAll(/^warmroute_route_decisions_total\{reason="([^"]+)"\} (\S+)$/gm)) {
+    if (Number(m[2]) > 0) decisions[m[1]] = Number(m[2]);
+  }
+  return { overheadP50Ms: q(0.5), overheadP99Ms: q(0.99), decisions };
+}
+
+export interface InflightSampler {
+  /** Stops sampling; resolves with per-replica peak and mean in flight. */
+  stop(): Promise<{ peak: Record<string, number>; mean: Record<string, number>; samples: number }>;
+}
+
+/** Polls /admin/replicas every `everyMs` until stopped (and at most `maxMs`). */
+export function sampleInflight(adminUrl: string, everyMs: number, maxMs: number): InflightSampler {
+  const peak: Record<string, number> = {};
+  const sum: Record<string, number> = {};
+  let samples = 0;
+  let stopped = false;
+  const started = Date.now();
+  const loop = (async () => {
+    while (!stopped && Date.now() - started < maxMs) {
+      try {
+        const r = (await (await fetch(`${adminUrl}/admin/replicas`)).json()) as AdminReplicas;
+        samples++;
+        for (const x of r.replicas) {
+          peak[x.name] = Math.max(peak[x.name] ?? 0, x.inflight);
+          sum[x.name] = (sum[x.name] ?? 0) + x.inflight;
+        }
+      } catch { /* a missed sample is not worth failing the run */ }
+      await new Promise((res) => setTimeout(res, everyMs));
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      const mean = Object.fromEntries(Object.entries(sum).map(([k, v]) => [k, samples ? v / samples : 0]));
+      return { peak, mean, samples };
+    },
+  };
+}

@@ -1,0 +1,83 @@
+// The run as text: the tables the console prints and the lead pastes into README.
+
+import type { BenchResult } from './bench.js';
+import { goalLine } from './goals.js';
+import type { StrategySummary } from './summary.js';
+
+export const LABELS: Record<string, string> = {
+  'round-robin': 'round-robin',
+  'least-loaded': 'least-loaded',
+  'session-hash': 'session-hash (ring, no load cap)',
+  affinity: '**warmroute** (affinity)',
+};
+
+const ms = (v: number | null | undefined, d = 0) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(d));
+const pct = (v: number | null | undefined) => (v === null || v === undefined ? '–' : `${(v * 100).toFixed(1)}%`);
+const ratio = (v: number | null | undefined) => (v === null || v === undefined ? '–' : v.toFixed(2));
+const label = (s: StrategySummary) => LABELS[s.strategy] ?? s.strategy;
+
+function row(cells: string[]): string {
+  return `| ${cells.join(' | ')} |`;
+}
+
+/** The short table `npm run demo` prints. */
+export function shortTable(summaries: readonly StrategySummary[]): string {
+  return [
+    row(['strategy', 'TTFT p50 ms', 'p90', 'p99', `turns > ${summaries[0]?.budgetMs ?? 300} ms`, 'cache hit rate', 'gateway overhead p50 / p99 ms', 'max/avg load']),
+    row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+    ...summaries.map((s) => row([
+      label(s), ms(s.ttft.p50), ms(s.ttft.p90), ms(s.ttft.p99), `${s.overBudget} / ${s.ttft.n}`, pct(s.hitRate),
+      `${ms(s.overhead.p50Ms, 3)} / ${ms(s.overhead.p99Ms, 3)}`, ratio(s.load.maxOverAvg),
+    ])),
+  ].join('\n');
+}
+
+export function fullTables(summaries: readonly StrategySummary[]): string {
+  const main = [
+    row(['strategy', 'TTFT p50 ms', 'p90', 'p99', `turns > ${summaries[0]?.budgetMs ?? 300} ms`, 'hit rate (vLLM)', 'of ideal', 'max/avg load (served)', 'peak in flight per replica', 'gateway overhead p50 / p99 ms']),
+    row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+    ...summaries.map((s) => row([
+      label(s), ms(s.ttft.p50), ms(s.ttft.p90), ms(s.ttft.p99), `${s.overBudget} / ${s.ttft.n}`, pct(s.hitRate),
+      s.hitRate !== null && s.idealHitRate ? pct(s.hitRate / s.idealHitRate) : '–', ratio(s.load.maxOverAvg),
+      Object.values(s.load.peakInflight).join(' / ') || '–', `${ms(s.overhead.p50Ms, 3)} / ${ms(s.overhead.p99Ms, 3)}`,
+    ])),
+  ];
+  const keys = [
+    row(['strategy', 'keyed TTFT p50 / p90 ms', 'keyless TTFT p50 / p90 ms', 'keyed hit rate', 'keyless hit rate', 'route reasons']),
+    row(['---', '---:', '---:', '---:', '---:', '---']),
+    ...summaries.map((s) => row([
+      label(s), `${ms(s.keyed.ttft.p50)} / ${ms(s.keyed.ttft.p90)}`, `${ms(s.keyless.ttft.p50)} / ${ms(s.keyless.ttft.p90)}`,
+      pct(s.keyed.hitRate), pct(s.keyless.hitRate), Object.entries(s.routes).map(([k, v]) => `${k} ${v}`).join(', '),
+    ])),
+  ];
+  return `${main.join('\n')}\n\n${keys.join('\n')}`;
+}
+
+export function paramsLine(r: BenchResult): string {
+  const w = r.params.workload;
+  return `${r.params.replicas} simulated vLLM replicas (H100-calibrated), ${w.sessions} concurrent voice sessions × ${w.turns} turns, ` +
+    `${w.groups} agents with ${w.systemTokens[0]}–${w.systemTokens[1]}-token system prompts, utterances ${w.userTokens[0]}–${w.userTokens[1]} tokens, ` +
+    `answers ${r.params.outputTokens[0]}–${r.params.outputTokens[1]} tokens, ${Math.round(w.toolTurnShare * 100)}% tool turns, ` +
+    `${Math.round(w.keylessShare * 100)}% keyless sessions, think ${w.thinkMs[0]}–${w.thinkMs[1]} ms, seed ${w.seed}; ` +
+    `${r.machine.cpus} × ${r.machine.cpu}, Node ${r.machine.node}.`;
+}
+
+export function markdownReport(r: BenchResult): string {
+  const wr = r.summaries.find((s) => s.strategy === 'affinity');
+  return [
+    `# Voice sessions: warmroute vs the usual routers (${r.when})`,
+    '',
+    paramsLine(r),
+    'TTFT = request sent → first content chunk, at the client, every request of every turn. Hit rate = Σ vllm:prefix_cache_hits_total / Σ vllm:prefix_cache_queries_total over the replicas, delta over the run. ' +
+      'Ideal = every session on a replica of its own with unbounded KV, its agent\'s system prompt warm once any earlier request computed it (replay of the run\'s exact token streams through a model of the simulator\'s prefix cache).',
+    '',
+    fullTables(r.summaries),
+    '',
+    wr ? `Ideal hit rate for this workload: ${pct(wr.idealHitRate)}.` : '',
+    '',
+    '```',
+    ...r.goals.map(goalLine),
+    '```',
+    '',
+  ].join('\n');
+}

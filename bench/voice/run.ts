@@ -1,0 +1,134 @@
+// One strategy's run: every session of the workload drives its conversation through the gateway
+// concurrently (think time between turns), each request recorded with the client's timings and
+// the gateway's headers. A duration cap stops sessions from starting new turns; a per-request
+// timeout bounds every exchange, so the run ends in bounded time whatever the gateway does.
+
+import type { Agent } from 'node:http';
+import { keepAliveAgent, streamChatExchange, type Exchange } from './client.js';
+import { answerMessages, openingHistory, requestOf, type ChatMessage } from './conversation.js';
+import type { SentRequest } from './ideal.js';
+import type { KeyMode, Workload } from './workload.js';
+
+export interface TurnRecord {
+  strategy: string;
+  session: number;
+  group: number;
+  turn: number;
+  /** 0: the caller's turn; 1: the follow-up after a tool result. */
+  step: number;
+  keyMode: KeyMode;
+  /** ms after the run started. */
+  sentMs: number;
+  ttftMs: number | null;
+  totalMs: number;
+  status: number;
+  ok: boolean;
+  error: string | null;
+  replica: string | null;
+  route: string | null;
+  hops: Record<string, number>;
+  promptTokens: number | null;
+  cachedTokens: number | null;
+  completionTokens: number | null;
+  toolCall: boolean;
+  /** Filled in after the run by the ideal model (ideal.ts). */
+  idealCachedTokens: number | null;
+}
+
+export interface RunProgress {
+  done: number;
+  total: number;
+  inflight: number;
+  elapsedMs: number;
+}
+
+export interface RunOptions {
+  url: string;
+  strategy: string;
+  workload: Workload;
+  maxDurationMs: number;
+  requestTimeoutMs: number;
+  agent?: Agent;
+  onProgress?(p: RunProgress): void;
+}
+
+export interface StrategyRun {
+  strategy: string;
+  records: TurnRecord[];
+  /** Aligned with `records`: what was sent and received, for the ideal model (not serialised). */
+  sent: SentRequest[];
+  durationMs: number;
+  truncated: boolean;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Requests the plan implies: one per turn plus one follow-up per tool turn. */
+export function plannedRequests(w: Workload): number {
+  return w.sessions.reduce((n, s) => n + s.turns.length + s.turns.filter((t) => t.tool).length, 0);
+}
+
+export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
+  const agent = o.agent ?? keepAliveAgent();
+  const t0 = performance.now();
+  const deadline = t0 + o.maxDurationMs;
+  const records: TurnRecord[] = [];
+  const sent: SentRequest[] = [];
+  const total = plannedRequests(o.workload);
+  let inflight = 0;
+  let truncated = false;
+  const tick = () => o.onProgress?.({ done: records.length, total, inflight, elapsedMs: performance.now() - t0 });
+  const ticker = setInterval(tick, 250);
+
+  const session = async (si: number) => {
+    const plan = o.workload.sessions[si];
+    const group = o.workload.groups[plan.group];
+    const history: ChatMessage[] = openingHistory(group);
+    await sleep(plan.startMs);
+    const exchange = async (turn: number, step: number): Promise<Exchange> => {
+      const messages = history.slice();
+      const { headers, body } = requestOf(plan, group, messages);
+      inflight++;
+      const x = await streamChatExchange(o.url, headers, body, agent, o.requestTimeoutMs);
+      inflight--;
+      const ok = x.status === 200 && x.error === null && x.done && x.ttftMs !== null;
+      records.push({
+        strategy: o.strategy, session: si, group: plan.group, turn, step, keyMode: plan.keyMode,
+        sentMs: x.sentAt - t0, ttftMs: x.ttftMs, totalMs: x.totalMs, status: x.status, ok, error: ok ? null : x.error ?? 'incomplete',
+        replica: x.replica, route: x.route, hops: x.hops, promptTokens: x.promptTokens, cachedTokens: x.cachedTokens,
+        completionTokens: x.completionTokens, toolCall: x.toolCall !== null, idealCachedTokens: null,
+      });
+      sent.push({ sentAt: x.sentAt, messages, tools: group.tools, content: x.content, toolCall: x.toolCall, finishReason: x.finishReason });
+      return x;
+    };
+    for (let turn = 0; turn < plan.turns.length; turn++) {
+      if (performance.now() > deadline) {
+        truncated = true;
+        return;
+      }
+      history.push({ role: 'user', content: plan.turns[turn].user });
+      const x = await exchange(turn, 0);
+      if (x.status !== 200 || x.error !== null || !x.done) {
+        // Nothing came back to append: the caller repeats the turn's history next time.
+        history.pop();
+      } else {
+        history.push(...answerMessages(x.content, x.toolCall));
+        if (x.toolCall) {
+          // The agent speaks after the tool result, with no pause: part of the same caller turn.
+          const y = await exchange(turn, 1);
+          if (y.status === 200 && y.error === null && y.done) history.push(...answerMessages(y.content, y.toolCall));
+        }
+      }
+      if (turn < plan.turns.length - 1) await sleep(plan.turns[turn].thinkMs);
+    }
+  };
+
+  try {
+    await Promise.all(o.workload.sessions.map((_, i) => session(i)));
+  } finally {
+    clearInterval(ticker);
+    if (!o.agent) agent.destroy();
+  }
+  tick();
+  return { strategy: o.strategy, records, sent, durationMs: performance.now() - t0, truncated };
+}
