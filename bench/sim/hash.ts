@@ -1,6 +1,8 @@
 // Cheap deterministic hashing and a seeded PRNG. Token ids and block hashes only need to be
 // stable and collision-poor, not cryptographic; 53-bit block keys keep Map lookups on numbers.
 
+import { mulberry32 } from '../../src/prng.js';
+
 export function fnv1a(str: string, seed = 0x811c9dc5): number {
   let h = seed >>> 0;
   for (let i = 0; i < str.length; i++) {
@@ -35,17 +37,8 @@ export function blockHash(parent: number, tokens: ArrayLike<number>, start: numb
   return (b & 0x1fffff) * 0x100000000 + a;
 }
 
-/** mulberry32: tiny, fast, good enough for picking lengths and words. */
-export function createRng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Seeded randomness for lengths and words (mulberry32). */
+export const createRng = mulberry32;
 
 export function randomHex(len: number): string {
   let s = '';

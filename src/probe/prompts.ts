@@ -6,6 +6,7 @@
 // some tokenizers collapse into very few tokens).
 
 import { randomUUID } from 'node:crypto';
+import { mulberry32 as prng } from '../prng.js';
 
 export const CASE_IDS = ['tiny', 'fresh1k', 'cold5k', 'repeat9k'] as const;
 export type CaseId = (typeof CASE_IDS)[number];
@@ -53,17 +54,6 @@ const WORDS = (
   'turn update urgent user valid visit voice wait wednesday week window within word year yesterday'
 ).split(' ');
 
-// mulberry32: tiny, fast, good enough for picking words; the point is reproducibility, not quality.
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let fillerCache = '';
 

@@ -1,18 +1,10 @@
 import { DEFAULT_IDENTITY_OPTIONS, identify } from '../../src/routing/identity.js';
 import type { ReplicaView, RequestIdentity } from '../../src/routing/types.js';
 import { createMemorySessionStore } from '../../src/store/memory.js';
+import { mulberry32 } from '../../src/prng.js';
 
-/** mulberry32: deterministic randomness so statistical tests give the same answer every run. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic randomness so statistical tests give the same answer every run. */
+export const prng = mulberry32;
 
 export interface MutableReplica {
   name: string;
