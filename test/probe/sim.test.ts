@@ -36,3 +36,36 @@ test('against a simulated replica: repeat9k 2nd send hits the prefix cache and i
     await replica.close();
   }
 });
+
+test('through the gateway, keyless: the repeated prompt follows its prefix to the warm replica', async () => {
+  const { startFleet } = await import('../../bench/sim/index.js');
+  const { startGateway } = await import('../helpers/gateway.js');
+  const fleet = await startFleet({ replicas: 2, outputTokens: { min: 4, max: 8 } });
+  const g = await startGateway(fleet.urls);
+  try {
+    const r = await runProbe({
+      baseUrl: fleet.urls[0],
+      compareUrl: g.url,
+      model: fleet.replicas[0].config.model,
+      trials: 2,
+      cases: ['tiny', 'repeat9k'],
+      scale: 0.5,
+    });
+    assert.ok(r.ok);
+    const [, first, second] = r.rows;
+    const viaCold = first.results[1];
+    const viaWarm = second.results[1];
+    // No session key: only the prefix chain can send the second send where the first one went.
+    assert.ok(viaWarm.cachedTokens! > 0.9 * viaWarm.promptTokens!, `warm send through the gateway cached ${viaWarm.cachedTokens} of ${viaWarm.promptTokens}`);
+    assert.ok(viaWarm.ttftMs!.median * 3 < viaCold.ttftMs!.median);
+    const routes = accessRoutes(g.logs);
+    assert.ok(routes.includes('prefix'), `routes seen: ${routes}`);
+  } finally {
+    await g.close();
+    await fleet.close();
+  }
+});
+
+function accessRoutes(logs: Record<string, any>[]): string[] {
+  return logs.filter((l) => l.msg === 'request' && l.path === '/v1/chat/completions').map((l) => l.route);
+}
