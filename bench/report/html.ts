@@ -15,6 +15,8 @@ table{border-collapse:collapse;width:100%;font-size:13.5px;background:#fff}
 th,td{border:1px solid #e1e1e1;padding:5px 7px;text-align:right;white-space:nowrap}th{background:#f2f4f5}
 td:first-child,th:first-child{text-align:left}
 tr.wr td{background:#eef7f8;font-weight:600}
+th{white-space:normal;vertical-align:bottom}
+table.keys td:last-child{white-space:normal;text-align:left}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
 ul.goals{list-style:none;padding:0;margin:0}ul.goals li{margin:6px 0;padding:8px 10px;border-radius:6px;background:#fff;border:1px solid #e1e1e1}
 .badge{display:inline-block;min-width:92px;text-align:center;font-weight:700;border-radius:4px;padding:1px 8px;margin-right:10px;color:#fff}
@@ -30,21 +32,26 @@ dl{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;font-size:13.
 const f = (v: number | null | undefined, d = 0) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(d));
 const pct = (v: number | null | undefined) => (v === null || v === undefined ? '–' : `${(v * 100).toFixed(1)}%`);
 
-function summaryTable(ss: readonly StrategySummary[]): string {
-  const head = ['strategy', 'TTFT p50 ms', 'p90', 'p99', `turns > ${ss[0]?.budgetMs ?? 300} ms`, 'hit rate (vLLM)', 'ideal', 'of ideal',
-    'max/avg load', 'peak in flight', 'keyed p50 / p90', 'keyless p50 / p90', 'keyed / keyless hit', 'gateway overhead p50 / p99 ms', 'errors'];
+function table(ss: readonly StrategySummary[], head: string[], cells: (s: StrategySummary) => string[], cls = ''): string {
   const rows = ss.map((s) => {
-    const cells = [
-      `<span class="swatch" style="background:${COLORS[s.strategy] ?? '#555'}"></span>${esc(NAMES[s.strategy] ?? s.strategy)}`,
-      f(s.ttft.p50), f(s.ttft.p90), f(s.ttft.p99), `${s.overBudget} / ${s.ttft.n}`, pct(s.hitRate), pct(s.idealHitRate),
-      s.hitRate !== null && s.idealHitRate ? pct(s.hitRate / s.idealHitRate) : '–', f(s.load.maxOverAvg, 2),
-      esc(Object.values(s.load.peakInflight).join(' / ') || '–'),
-      `${f(s.keyed.ttft.p50)} / ${f(s.keyed.ttft.p90)}`, `${f(s.keyless.ttft.p50)} / ${f(s.keyless.ttft.p90)}`,
-      `${pct(s.keyed.hitRate)} / ${pct(s.keyless.hitRate)}`, `${f(s.overhead.p50Ms, 3)} / ${f(s.overhead.p99Ms, 3)}`, String(s.errors),
-    ];
-    return `<tr${s.strategy === 'affinity' ? ' class="wr"' : ''}>${cells.map((c) => `<td>${c}</td>`).join('')}</tr>`;
+    const name = `<span class="swatch" style="background:${COLORS[s.strategy] ?? '#555'}"></span>${esc(NAMES[s.strategy] ?? s.strategy)}`;
+    return `<tr${s.strategy === 'affinity' ? ' class="wr"' : ''}>${[name, ...cells(s)].map((c) => `<td>${c}</td>`).join('')}</tr>`;
   });
-  return `<table><thead><tr>${head.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('')}</tbody></table>`;
+  return `<table${cls ? ` class="${cls}"` : ''}><thead><tr>${['strategy', ...head].map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('')}</tbody></table>`;
+}
+
+function summaryTables(ss: readonly StrategySummary[]): string {
+  const main = table(ss, ['TTFT p50 ms', 'p90', 'p99', `turns > ${ss[0]?.budgetMs ?? 300} ms`, 'hit rate (vLLM)', 'ideal', 'of ideal', 'max/avg load', 'gateway overhead p50 / p99 ms', 'errors'], (s) => [
+    f(s.ttft.p50), f(s.ttft.p90), f(s.ttft.p99), `${s.overBudget} / ${s.ttft.n}`, pct(s.hitRate), pct(s.idealHitRate),
+    s.hitRate !== null && s.idealHitRate ? pct(s.hitRate / s.idealHitRate) : '–', f(s.load.maxOverAvg, 2),
+    `${f(s.overhead.p50Ms, 3)} / ${f(s.overhead.p99Ms, 3)}`, String(s.errors),
+  ]);
+  const keys = table(ss, ['keyed TTFT p50 / p90', 'keyless TTFT p50 / p90', 'keyed hit rate', 'keyless hit rate', 'requests per replica', 'peak in flight', 'route reasons'], (s) => [
+    `${f(s.keyed.ttft.p50)} / ${f(s.keyed.ttft.p90)}`, `${f(s.keyless.ttft.p50)} / ${f(s.keyless.ttft.p90)}`,
+    pct(s.keyed.hitRate), pct(s.keyless.hitRate), esc(Object.values(s.load.served).join(' / ') || '–'),
+    esc(Object.values(s.load.peakInflight).join(' / ') || '–'), esc(Object.entries(s.routes).map(([k, v]) => `${k} ${v}`).join(', ')),
+  ], 'keys');
+  return `${main}<div style="height:10px"></div>${keys}`;
 }
 
 function goalsList(goals: readonly Goal[]): string {
@@ -58,7 +65,8 @@ function paramsList(r: BenchResult): string {
   const w = r.params.workload;
   const items: [string, string][] = [
     ['when', r.when], ['machine', `${r.machine.cpus} × ${r.machine.cpu}, Node ${r.machine.node}`],
-    ['fleet', `${r.params.replicas} simulated vLLM replicas (bench/sim, calibrated to the field report's H100 figures); KV caches reset between strategies`],
+    ['fleet', `${r.params.replicas} simulated vLLM replicas (bench/sim, calibrated to the field report's H100 figures), ${r.params.kvBlocks ?? 24576} KV blocks of 16 tokens each; caches reset between strategies`],
+    ['warmup', r.params.warmup ? "every agent's tools + system prompt sent once to every replica before the sessions (the report's deploy warmup); not counted" : 'none: the first turns meet cold replicas'],
     ['sessions', `${w.sessions} concurrent, ${w.turns} turns each, starting over ${w.startSpreadMs} ms`],
     ['agents', `${w.groups}, system prompts ${w.systemTokens[0]}–${w.systemTokens[1]} tokens`],
     ['turns', `utterance ${w.userTokens[0]}–${w.userTokens[1]} tokens, answer ${r.params.outputTokens[0]}–${r.params.outputTokens[1]} tokens sent back verbatim, ${Math.round(w.toolTurnShare * 100)}% tool turns, think ${w.thinkMs[0]}–${w.thinkMs[1]} ms`],
@@ -76,7 +84,7 @@ export function buildHtml(r: BenchResult, title = 'warmroute — voice sessions 
 <h1>${esc(title)}</h1>
 <p class="sub">${esc(paramsLine(r))}</p>
 <h2>Summary</h2>
-${summaryTable(r.summaries)}
+${summaryTables(r.summaries)}
 <p class="note">TTFT: request sent → first content chunk at the client, streaming, every request. Hit rate: Σ vllm:prefix_cache_hits_total / Σ vllm:prefix_cache_queries_total over the replicas during the strategy's run.
 Ideal: every session on a replica of its own with unbounded KV, its agent's system prompt warm once any earlier request computed it — the run's exact token streams replayed through a model of the simulator's prefix cache.
 Load: requests served by the busiest replica over the fleet average. Gateway overhead: warmroute's own <code>warmroute_gateway_overhead_seconds</code> histogram.</p>
@@ -87,7 +95,7 @@ ${goalsList(r.goals)}
 <h2>TTFT by turn</h2>
 <p class="note">A voice session's prompt is its agent's system prompt plus a history that grows every turn. A router that keeps the session where its prefix is cached prefills only the new turn; one that moves it re-prefills what the new replica has not seen.</p>
 <div class="chart">${perTurn(r)}</div>
-<h2>Per-hop breakdown</h2>
+<h2 id="per-hop">Per-hop breakdown</h2>
 <div class="chart">${hopBreakdown(r)}</div>
 <div class="chart">${gatewayHops(r)}</div>
 <h2>Run parameters</h2>

@@ -48,8 +48,9 @@ export function niceTicks(max: number, count = 5): number[] {
   const raw = max / count;
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 2.5, 5, 10].map((m) => m * mag).find((s) => s >= raw) ?? raw;
-  const out: number[] = [];
-  for (let v = 0; v <= max + step * 1e-9 && out.length < 50; v += step) out.push(Number(v.toPrecision(12)));
+  // Up to the first tick at or above max, so the axis always covers the data.
+  const out: number[] = [0];
+  while (out[out.length - 1] < max - step * 1e-9 && out.length < 50) out.push(Number((out.length * step).toPrecision(12)));
   return out;
 }
 
@@ -136,7 +137,7 @@ export function stackedBars(b: Bars): string {
   let lx = labelW;
   for (const s of b.rows[0]?.segments ?? []) {
     parts.push(`<rect x="${lx}" y="${axisY + 38}" width="10" height="10" fill="${s.color}"/><text x="${lx + 14}" y="${axisY + 47}" class="tick">${esc(s.name)}</text>`);
-    lx += 24 + s.name.length * 7;
+    lx += 26 + s.name.length * 7.5;
   }
   return svg(b.width, height + 12, parts);
 }

@@ -7,6 +7,7 @@ import { checkGoals, type Goal } from './goals.js';
 import { idealHits } from './ideal.js';
 import { plannedRequests, runStrategy, type TurnRecord } from './run.js';
 import { summarize, type StrategySummary } from './summary.js';
+import { warmReplicas } from './warmup.js';
 import { buildWorkload, type WorkloadOptions } from './workload.js';
 
 export const STRATEGIES = ['round-robin', 'least-loaded', 'session-hash', 'affinity'] as const;
@@ -23,6 +24,8 @@ export interface BenchOptions {
   maxDurationS: number;
   requestTimeoutS: number;
   budgetMs: number;
+  /** Send every agent's system prompt to every replica before the sessions (the report's deploy warmup). */
+  warmup: boolean;
 }
 
 export interface BenchResult {
@@ -54,6 +57,8 @@ export async function runBench(o: BenchOptions, progress: Progress): Promise<Ben
       progress(`${tag} starting the gateway`);
       gw = await startGateway(fleet.urls, strategy);
       await fleet.reset();
+      if (o.warmup) progress(`${tag} warming every replica with every agent's system prompt`);
+      const warm = o.warmup ? await warmReplicas(fleet.urls, workload, o.requestTimeoutS * 1000) : [];
       const before = await fleet.prefixCounters();
       const sampler = sampleInflight(gw.adminUrl, 250, o.maxDurationS * 1000 + o.requestTimeoutS * 1000);
       const run = await runStrategy({
@@ -67,7 +72,7 @@ export async function runBench(o: BenchOptions, progress: Progress): Promise<Ben
       const after = await fleet.prefixCounters();
       await gw.stop();
       gw = null;
-      const ideal = idealHits(run.sent.filter((_, i) => run.records[i].ok));
+      const ideal = idealHits(run.sent.filter((_, i) => run.records[i].ok), warm);
       run.records.filter((r) => r.ok).forEach((r, i) => { r.idealCachedTokens = ideal.cached[i]; });
       records.push(...run.records);
       summaries.push(summarize({

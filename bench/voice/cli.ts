@@ -29,6 +29,7 @@ const USAGE = `usage: npm run bench:voice -- [flags]
   --strategies LIST        comma-separated (${STRATEGIES.join(',')})
   --max-duration-s N       per strategy: no new turn after this (300)
   --request-timeout-s N    per request (60)
+  --no-warmup              skip the deploy-time warmup (every agent's prompt sent to every replica first)
   --budget-ms N            TTFT budget for "turns over budget" (300)
   --seed N                 workload seed (${W.seed})
   --out DIR                output directory (bench/out)`;
@@ -54,7 +55,7 @@ async function main(): Promise<number> {
     options: {
       replicas: s, sessions: s, turns: s, groups: s, 'system-tokens': s, 'user-tokens': s, 'output-tokens': s, 'kv-blocks': s,
       'tool-turns': s, keyless: s, 'body-key': s, 'think-ms': s, 'start-spread-ms': s, strategies: s,
-      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, help: { type: 'boolean', short: 'h' },
+      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, 'no-warmup': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   });
@@ -72,6 +73,7 @@ async function main(): Promise<number> {
     maxDurationS: num(a['max-duration-s'], 300, 'max-duration-s', 1, 3600),
     requestTimeoutS: num(a['request-timeout-s'], 60, 'request-timeout-s', 1, 600),
     budgetMs: num(a['budget-ms'], 300, 'budget-ms', 1),
+    warmup: !a['no-warmup'],
     workload: {
       sessions: num(a.sessions, W.sessions, 'sessions', 1, 2000),
       turns: num(a.turns, W.turns, 'turns', 1, 200),

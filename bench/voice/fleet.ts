@@ -6,6 +6,9 @@ import { startChildLines, TSX, type Child } from '../lib/procs.js';
 import { histogramQuantile } from '../lib/prom.js';
 import { startWarmroute, type Target } from '../overhead/targets.js';
 
+// No admin call may hang a run: loopback answers in milliseconds or something is wrong.
+const TIMEOUT_MS = 10_000;
+
 export interface Fleet {
   urls: string[];
   /** Empties every replica's KV cache and zeroes its counters (POST /sim/reset). */
@@ -29,13 +32,13 @@ export async function startSimFleet(replicas: number, outputTokens: [number, num
     urls,
     async reset() {
       await Promise.all(urls.map(async (u) => {
-        const r = await fetch(`${u}/sim/reset`, { method: 'POST' });
+        const r = await fetch(`${u}/sim/reset`, { method: 'POST', signal: AbortSignal.timeout(TIMEOUT_MS) });
         await r.arrayBuffer();
         if (!r.ok) throw new Error(`${u}/sim/reset: HTTP ${r.status}`);
       }));
     },
     async prefixCounters() {
-      const texts = await Promise.all(urls.map(async (u) => (await fetch(`${u}/metrics`)).text()));
+      const texts = await Promise.all(urls.map(async (u) => (await fetch(`${u}/metrics`, { signal: AbortSignal.timeout(TIMEOUT_MS) })).text()));
       return {
         queries: texts.reduce((s, t) => s + sumSamples(t, 'vllm:prefix_cache_queries_total'), 0),
         hits: texts.reduce((s, t) => s + sumSamples(t, 'vllm:prefix_cache_hits_total'), 0),
@@ -70,7 +73,7 @@ export async function startGateway(urls: string[], strategy: string): Promise<Ga
   // Ready once every replica is up and its model list is known (bounded wait).
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const r = (await (await fetch(`${adminUrl}/admin/replicas`)).json()) as AdminReplicas;
+    const r = (await (await fetch(`${adminUrl}/admin/replicas`, { signal: AbortSignal.timeout(TIMEOUT_MS) })).json()) as AdminReplicas;
     if (r.replicas.every((x) => x.state === 'up' && x.models !== null)) break;
     if (Date.now() > deadline) break;
     await new Promise((res) => setTimeout(res, 100));
@@ -85,7 +88,7 @@ export interface GatewayMetrics {
 }
 
 export async function gatewayMetrics(adminUrl: string): Promise<GatewayMetrics> {
-  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  const text = await (await fetch(`${adminUrl}/metrics`, { signal: AbortSignal.timeout(TIMEOUT_MS) })).text();
   const q = (p: number) => {
     const v = histogramQuantile(text, 'warmroute_gateway_overhead_seconds', p);
     return v === null ? null : v * 1000;
@@ -112,7 +115,7 @@ export function sampleInflight(adminUrl: string, everyMs: number, maxMs: number)
   const loop = (async () => {
     while (!stopped && Date.now() - started < maxMs) {
       try {
-        const r = (await (await fetch(`${adminUrl}/admin/replicas`)).json()) as AdminReplicas;
+        const r = (await (await fetch(`${adminUrl}/admin/replicas`, { signal: AbortSignal.timeout(everyMs * 4) })).json()) as AdminReplicas;
         samples++;
         for (const x of r.replicas) {
           peak[x.name] = Math.max(peak[x.name] ?? 0, x.inflight);

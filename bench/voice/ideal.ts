@@ -93,9 +93,16 @@ export interface IdealResult {
   hitRate: number;
 }
 
-/** Replays `requests` in send order through one never-evicting cache. */
-export function idealHits(requests: readonly SentRequest[]): IdealResult {
+/**
+ * Replays `requests` in send order through one never-evicting cache, after `warm` (requests sent
+ * before the run, e.g. the deploy-time warmup: they fill the cache and are not counted).
+ */
+export function idealHits(requests: readonly SentRequest[], warm: readonly SentRequest[] = []): IdealResult {
   const model = createPrefixCacheModel();
+  for (const r of warm) {
+    const all = promptIds(r.messages, r.tools).concat(generatedIds(r.content, r.toolCall, r.finishReason));
+    model.add(all, all.length - 1);
+  }
   const order = requests.map((_, i) => i).sort((a, b) => requests[a].sentAt - requests[b].sentAt);
   const cached = new Array<number>(requests.length).fill(0);
   const prompt = new Array<number>(requests.length).fill(0);

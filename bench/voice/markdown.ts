@@ -55,7 +55,9 @@ export function fullTables(summaries: readonly StrategySummary[]): string {
 
 export function paramsLine(r: BenchResult): string {
   const w = r.params.workload;
-  return `${r.params.replicas} simulated vLLM replicas (H100-calibrated), ${w.sessions} concurrent voice sessions × ${w.turns} turns, ` +
+  const kv = r.params.kvBlocks === undefined ? '' : `, ${r.params.kvBlocks} KV blocks each`;
+  const warm = r.params.warmup ? "every agent's prompt warmed on every replica first" : 'cold replicas, no warmup';
+  return `${r.params.replicas} simulated vLLM replicas (H100-calibrated${kv}; ${warm}), ${w.sessions} concurrent voice sessions × ${w.turns} turns, ` +
     `${w.groups} agents with ${w.systemTokens[0]}–${w.systemTokens[1]}-token system prompts, utterances ${w.userTokens[0]}–${w.userTokens[1]} tokens, ` +
     `answers ${r.params.outputTokens[0]}–${r.params.outputTokens[1]} tokens, ${Math.round(w.toolTurnShare * 100)}% tool turns, ` +
     `${Math.round(w.keylessShare * 100)}% keyless sessions, think ${w.thinkMs[0]}–${w.thinkMs[1]} ms, seed ${w.seed}; ` +
@@ -68,6 +70,7 @@ export function markdownReport(r: BenchResult): string {
     `# Voice sessions: warmroute vs the usual routers (${r.when})`,
     '',
     paramsLine(r),
+    '',
     'TTFT = request sent → first content chunk, at the client, every request of every turn. Hit rate = Σ vllm:prefix_cache_hits_total / Σ vllm:prefix_cache_queries_total over the replicas, delta over the run. ' +
       'Ideal = every session on a replica of its own with unbounded KV, its agent\'s system prompt warm once any earlier request computed it (replay of the run\'s exact token streams through a model of the simulator\'s prefix cache).',
     '',

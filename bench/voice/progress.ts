@@ -14,7 +14,8 @@ export function createProgress(stream: NodeJS.WriteStream = process.stderr, ever
   let shown = false;
   const line = ((text: string) => {
     if (tty) {
-      const width = (stream.columns ?? 100) - 1;
+      // A pseudo-terminal may report 0 columns: then do not cut at all.
+      const width = stream.columns && stream.columns > 20 ? stream.columns - 1 : 400;
       stream.write(`\r\x1b[K${text.slice(0, width)}`);
       shown = true;
       return;

@@ -34,7 +34,7 @@ export const WORKLOAD_DEFAULTS: WorkloadOptions = Object.freeze({
   groups: 5,
   systemTokens: [2000, 6000] as [number, number],
   userTokens: [10, 40] as [number, number],
-  toolTurnShare: 0.15,
+  toolTurnShare: 0.1,
   keylessShare: 0.3,
   bodyKeyShare: 0.33,
   thinkMs: [800, 2000] as [number, number],

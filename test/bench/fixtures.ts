@@ -46,7 +46,7 @@ export function syntheticResult(): BenchResult {
     when: '2025-01-01T00:00:00.000Z',
     machine: { cpus: 2, cpu: 'test <cpu> & "quotes"', node: process.version },
     params: {
-      replicas: 2, strategies: ['round-robin', 'affinity'], outputTokens: [50, 150], maxDurationS: 60, requestTimeoutS: 10, budgetMs: 300,
+      replicas: 2, strategies: ['round-robin', 'affinity'], outputTokens: [50, 150], maxDurationS: 60, requestTimeoutS: 10, budgetMs: 300, warmup: true,
       workload: { ...WORKLOAD_DEFAULTS, sessions: 4, turns: 3 }, plannedRequests: 12,
     },
     summaries,

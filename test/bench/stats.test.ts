@@ -35,3 +35,13 @@ test('max/avg load counts replicas that served nothing in the average', () => {
   assert.equal(maxOverAvg({ a: 20, b: 10, c: 10 }, 4), 2); // d served none: avg 10
   assert.equal(maxOverAvg({}, 4), null);
 });
+
+test('axis ticks always reach the data maximum', async () => {
+  const { niceTicks } = await import('../../bench/report/svg.js');
+  for (const max of [0.3, 1, 7, 97.4, 103.1, 125, 999, 1001, 86.2]) {
+    const t = niceTicks(max, 5);
+    assert.equal(t[0], 0);
+    assert.ok(t[t.length - 1] >= max, `${max}: ${t.join(',')}`);
+    assert.ok(t.length <= 8, `${max}: ${t.join(',')}`);
+  }
+});

@@ -1,0 +1,57 @@
+// npm run demo — the newcomer's first command after `npm ci`: 4 simulated vLLM replicas, the
+// gateway, a small voice workload once through round-robin and once through warmroute. Prints a
+// short table and writes bench/out/demo.html. No Redis, no network beyond loopback, < 90 s.
+
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { buildHtml } from './report/html.js';
+import { runBench, type BenchOptions } from './voice/bench.js';
+import { goalLine } from './voice/goals.js';
+import { shortTable } from './voice/markdown.js';
+import { createProgress } from './voice/progress.js';
+
+const OUT = 'bench/out';
+
+// The bench:voice workload scaled down to fit the time budget: fewer sessions and turns, shorter
+// think time; prompts, history growth, tool turns and the keyless share are the same.
+const DEMO: BenchOptions = {
+  replicas: 4,
+  strategies: ['round-robin', 'affinity'],
+  outputTokens: [50, 150],
+  maxDurationS: 30,
+  requestTimeoutS: 20,
+  budgetMs: 300,
+  warmup: true,
+  workload: { sessions: 24, turns: 6, thinkMs: [400, 1200], startSpreadMs: 2000 },
+};
+
+async function main(): Promise<void> {
+  const t0 = performance.now();
+  const progress = createProgress();
+  const result = await runBench(DEMO, progress);
+  progress.done();
+  mkdirSync(OUT, { recursive: true });
+  const html = join(OUT, 'demo.html');
+  writeFileSync(html, buildHtml(result, 'warmroute demo — voice sessions, round-robin vs warmroute'));
+  writeFileSync(join(OUT, 'demo.json'), JSON.stringify(result));
+  const w = result.params.workload;
+  const errors = result.summaries.reduce((n, s) => n + s.errors, 0);
+  process.stdout.write([
+    '',
+    `warmroute demo: ${w.sessions} voice sessions × ${w.turns} turns on ${DEMO.replicas} simulated vLLM replicas (H100-calibrated), ${Math.round(w.keylessShare * 100)}% of them without a session key`,
+    '',
+    shortTable(result.summaries),
+    '',
+    ...result.goals.map((g) => `  ${goalLine(g)}`),
+    errors > 0 ? `\n${errors} request(s) failed (see ${OUT}/demo.json)` : '',
+    '',
+    `report: ${resolve(html)}`,
+    `(${((performance.now() - t0) / 1000).toFixed(0)} s; the full comparison with four strategies: npm run bench:voice)`,
+    '',
+  ].join('\n'));
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`\ndemo: ${e instanceof Error ? e.message : String(e)}\n`);
+  process.exitCode = 1;
+});
