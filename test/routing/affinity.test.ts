@@ -126,6 +126,29 @@ describe('affinity: keyless conversations', () => {
     for (const n of counts.values()) assert.ok(n > 30, `${[...counts]}`);
   });
 
+  it('a keyless conversation that just moved does not move back for cost reasons until its cooldown ends', () => {
+    const { replicas, send, tick } = setup(4, { hardCapMin: 4, spillCooldownMs: 10_000 });
+    const conv = conversation(SYSTEM, 6, prng(11));
+    const home = send(chatIdentity(conv.messages(1))).ranked[0].name;
+    tick(20_000);
+    // Over the hard cap at home: the conversation spills.
+    byName(replicas, home).inflight = 4;
+    const moved = send(chatIdentity(conv.messages(2)));
+    assert.equal(moved.reason, 'spill');
+    const away = moved.ranked[0].name;
+    byName(replicas, home).inflight = 0;
+    // Its new replica now looks slow (but under the hard cap); the old one, holding all but the
+    // last turn, looks cheap.
+    byName(replicas, away).waiting = 3;
+    tick(2_000);
+    const held = send(chatIdentity(conv.messages(3)));
+    assert.equal(held.reason, 'prefix', 'moved back within the cooldown');
+    assert.equal(held.ranked[0].name, away);
+    // Past the cooldown the cost model may move it again.
+    tick(11_000);
+    assert.equal(send(chatIdentity(conv.messages(4))).reason, 'spill');
+  });
+
   it('forgetReplica (a restart): the conversation is no longer believed warm there', () => {
     const { router, send } = setup();
     const conv = conversation(SYSTEM, 2, prng(7));

@@ -22,6 +22,33 @@ interface Seen {
 
 const NO_MATCH: ReadonlyMap<string, number> = new Map();
 
+// Keyless conversations remembered for hysteresis; past this the oldest are forgotten first.
+const MAX_KEYLESS_MOVES = 100_000;
+
+/**
+ * When each keyless conversation (by placement key) last changed replica. A keyed session's pin
+ * carries this (`since`); without it a keyless conversation could be moved by the cost model and
+ * moved straight back on its next request, which the voice benchmark caught doing.
+ */
+function createMoveLog(max: number) {
+  const moves = new Map<string, { replica: string; since: number }>();
+  return {
+    since(key: string, replica: string): number | null {
+      const m = moves.get(key);
+      return m !== undefined && m.replica === replica ? m.since : null;
+    },
+    served(key: string, replica: string, t: number): void {
+      const m = moves.get(key);
+      moves.delete(key);
+      moves.set(key, m !== undefined && m.replica === replica ? m : { replica, since: t });
+      if (moves.size > max) moves.delete(moves.keys().next().value as string);
+    },
+    forgetReplica(replica: string): void {
+      for (const [k, m] of moves) if (m.replica === replica) moves.delete(k);
+    },
+  };
+}
+
 /**
  * warmroute's strategy: filters (healthy, serves the model) → scorers (session pin, prefix match,
  * load) → the min-estimated-TTFT picker with bounded load and hysteresis (pickers/affinity.ts).
@@ -37,6 +64,7 @@ export function createAffinityRouter(store: SessionStore, now: () => number, ran
   const index = createPrefixIndex({ maxEntries: o.prefixMaxEntries, ttlMs: o.prefixTtlMs });
   const cost = createCostModel(o.prior, o.costForgetting);
   const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
+  const keylessMoves = createMoveLog(MAX_KEYLESS_MOVES);
 
   // The scorers read what route() looked up for the request being routed (route is synchronous).
   let current: RouteRequest | null = null;
@@ -107,7 +135,9 @@ export function createAffinityRouter(store: SessionStore, now: () => number, ran
         home,
         homeReason: pinIdx >= 0 ? 'pinned' : 'prefix',
         pinLost: pin !== null && pinIdx < 0,
-        coolingDown: pin !== null && pinIdx >= 0 && t - pin.since < o.spillCooldownMs,
+        coolingDown: pin !== null
+          ? pinIdx >= 0 && t - pin.since < o.spillCooldownMs
+          : home >= 0 && id.placementKey !== null && t - (keylessMoves.since(id.placementKey, candidates[home].name) ?? -Infinity) < o.spillCooldownMs,
         placementKey: id.sessionKey ?? id.placementKey,
         tieMs: o.tieMs,
         random,
@@ -126,6 +156,7 @@ export function createAffinityRouter(store: SessionStore, now: () => number, ran
       const t = now();
       index.record(identity.chain, identity.chainTokens, outcome.replica, t);
       if (identity.sessionKey !== null) store.pin(identity.sessionKey, outcome.replica, identity.promptTokens, t);
+      else if (identity.placementKey !== null) keylessMoves.served(identity.placementKey, outcome.replica, t);
       if (outcome.promptTokens !== null) cost.observeTokens(identity.promptTokens, outcome.promptTokens);
       if (outcome.upstreamTtftMs === null) return;
       const s = seen.get(identity)?.get(outcome.replica);
@@ -145,7 +176,10 @@ export function createAffinityRouter(store: SessionStore, now: () => number, ran
     },
     unpin: (key) => store.unpin(key),
     pinsByReplica: () => store.countsByReplica(now()),
-    forgetReplica: (replica) => index.forgetReplica(replica),
+    forgetReplica: (replica) => {
+      index.forgetReplica(replica);
+      keylessMoves.forgetReplica(replica);
+    },
     stats: () => ({
       prefixEntries: index.size(),
       prefixTokensByReplica: index.tokensByReplica(),
