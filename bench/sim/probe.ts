@@ -3,6 +3,7 @@
 
 import { Agent, request } from 'node:http';
 import { renderChat, type ChatMessage } from './tokenizer.js';
+import { createSseReader } from '../lib/sse.js';
 
 export interface StreamResult {
   status: number;
@@ -44,39 +45,33 @@ export function streamRequest(url: string, path: string, body: unknown, agent?: 
       broken: false,
       raw: '',
     };
-    let buf = '';
     const req = request(
       `${url}${path}`,
       { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': payload.length } },
       (res) => {
         out.status = res.statusCode ?? 0;
         res.setEncoding('utf8');
+        const read = createSseReader((data) => {
+          if (data === '[DONE]') {
+            out.done = true;
+            return;
+          }
+          const chunk = JSON.parse(data) as { choices?: Choice[]; usage?: StreamResult['usage'] };
+          out.chunks.push(chunk as Record<string, unknown>);
+          out.chunkTimes.push(performance.now() - t0);
+          if (chunk.usage) out.usage = chunk.usage;
+          const c = chunk.choices?.[0];
+          if (!c) return;
+          const text = c.delta?.content ?? c.text ?? '';
+          if (out.ttftMs === null && (text !== '' || (c.delta?.tool_calls?.length ?? 0) > 0)) {
+            out.ttftMs = performance.now() - t0;
+          }
+          out.content += text;
+          if (c.finish_reason) out.finishReason = c.finish_reason;
+        });
         res.on('data', (d: string) => {
           out.raw += d;
-          buf += d;
-          let at: number;
-          while ((at = buf.indexOf('\n\n')) >= 0) {
-            const event = buf.slice(0, at);
-            buf = buf.slice(at + 2);
-            if (!event.startsWith('data: ')) continue;
-            const data = event.slice(6);
-            if (data === '[DONE]') {
-              out.done = true;
-              continue;
-            }
-            const chunk = JSON.parse(data) as { choices?: Choice[]; usage?: StreamResult['usage'] };
-            out.chunks.push(chunk as Record<string, unknown>);
-            out.chunkTimes.push(performance.now() - t0);
-            if (chunk.usage) out.usage = chunk.usage;
-            const c = chunk.choices?.[0];
-            if (!c) continue;
-            const text = c.delta?.content ?? c.text ?? '';
-            if (out.ttftMs === null && (text !== '' || (c.delta?.tool_calls?.length ?? 0) > 0)) {
-              out.ttftMs = performance.now() - t0;
-            }
-            out.content += text;
-            if (c.finish_reason) out.finishReason = c.finish_reason;
-          }
+          read(d);
         });
         res.on('error', () => {
           out.broken = true;

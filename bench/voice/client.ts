@@ -3,6 +3,7 @@
 // reason, Server-Timing hops) and the usage chunk are kept for the per-turn record.
 
 import { Agent, request } from 'node:http';
+import { createSseReader } from '../lib/sse.js';
 
 export interface ToolCall {
   id: string;
@@ -109,21 +110,14 @@ export function streamChatExchange(url: string, headers: Record<string, string>,
       out.route = header(res.headers['x-warmroute-route']);
       out.hops = parseServerTiming(header(res.headers['server-timing']) ?? undefined);
       res.setEncoding('utf8');
-      let buf = '';
-      res.on('data', (d: string) => {
-        buf += d;
-        let at: number;
-        while ((at = buf.indexOf('\n\n')) >= 0) {
-          const event = buf.slice(0, at);
-          buf = buf.slice(at + 2);
-          if (!event.startsWith('data: ')) continue;
-          try {
-            onEvent(event.slice(6));
-          } catch {
-            out.error = 'unparsable SSE event';
-          }
+      const read = createSseReader((data) => {
+        try {
+          onEvent(data);
+        } catch {
+          out.error = 'unparsable SSE event';
         }
       });
+      res.on('data', read);
       res.on('error', (e) => finish(e.message));
       res.on('close', () => finish(res.complete ? (out.status === 200 ? null : `HTTP ${out.status}`) : 'stream cut'));
     });
