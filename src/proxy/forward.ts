@@ -9,6 +9,7 @@ import { nowMs, serverTiming, type HopClock } from '../telemetry/hop-clock.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { Admission } from './admission.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
+import { causeOf, ClientGone, DROPPED, RetryStatus } from './failures.js';
 import { createTap, type Tap, type Usage } from './sse-tap.js';
 
 export interface ForwardDeps {
@@ -47,25 +48,6 @@ export interface Outcome {
   done: boolean;
   aborted: boolean;
   error: WarmrouteError | null;
-}
-
-class ClientGone extends Error {}
-class RetryStatus extends Error {
-  constructor(readonly status: number) { super(`replica answered ${status}`); }
-}
-
-// Errors that mean the replica could not be reached at all: it is marked down.
-const UNREACHABLE = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
-// Errors of a connection that was reached: retried elsewhere, but one reset does not condemn a replica.
-const DROPPED = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
-
-function causeOf(err: Error): { cause: string; retry: boolean; down: boolean } {
-  if (err instanceof RetryStatus) return { cause: `status_${err.status}`, retry: true, down: false };
-  const code = (err as { code?: string }).code ?? '';
-  if (UNREACHABLE.has(code)) return { cause: code === 'UND_ERR_CONNECT_TIMEOUT' ? 'connect_timeout' : 'connect', retry: true, down: true };
-  if (DROPPED.has(code)) return { cause: 'reset', retry: true, down: false };
-  if (code === 'UND_ERR_HEADERS_TIMEOUT') return { cause: 'headers_timeout', retry: false, down: false };
-  return { cause: 'other', retry: false, down: false };
 }
 
 function statusErrorResponse(res: ServerResponse, err: WarmrouteError, extra: string[]) {

@@ -73,18 +73,32 @@ export function createTap(firstByteIsToken: boolean): Tap {
   let capture: string | null = null;
   let carry: Buffer | null = null;
 
-  function feedUsage(chunk: Buffer) {
-    if (capture === null) {
-      const at = chunk.indexOf(USAGE);
-      if (at < 0) return;
+  // The last bytes of the previous chunk, so a marker split across two reads is still found.
+  let tail = '';
+
+  function startCapture(chunk: Buffer): void {
+    const at = chunk.indexOf(USAGE);
+    if (at >= 0) {
       const v = skipSpace(chunk, at + USAGE.length);
       if (v < chunk.length && chunk[v] !== LBRACE) return; // "usage":null
       capture = chunk.toString('latin1', at, Math.min(chunk.length, at + MAX_USAGE_CAPTURE));
-    } else if (capture.length < MAX_USAGE_CAPTURE) {
+      return;
+    }
+    const seam = tail + chunk.toString('latin1', 0, Math.min(chunk.length, CARRY));
+    const s = seam.indexOf('"usage":');
+    if (s < 0 || s + 8 > tail.length + chunk.length) return;
+    const rest = seam.slice(s + 8).trimStart();
+    if (rest.length > 0 && rest[0] !== '{') return;
+    capture = seam.slice(s) + chunk.toString('latin1', Math.min(chunk.length, CARRY), Math.min(chunk.length, MAX_USAGE_CAPTURE));
+  }
+
+  function feedUsage(chunk: Buffer) {
+    if (capture === null) startCapture(chunk);
+    else if (capture.length < MAX_USAGE_CAPTURE) {
       capture += chunk.toString('latin1', 0, Math.min(chunk.length, MAX_USAGE_CAPTURE - capture.length));
     }
     // An SSE event ends at a blank line; a JSON body ends at end().
-    if (capture.includes('\n\n') || capture.length >= MAX_USAGE_CAPTURE) {
+    if (capture !== null && (capture.includes('\n\n') || capture.length >= MAX_USAGE_CAPTURE)) {
       usage = parseUsage(capture);
       capture = null;
     }
@@ -103,8 +117,9 @@ export function createTap(firstByteIsToken: boolean): Tap {
         }
         firstToken = isFirst;
       }
-      if (!done && chunk.indexOf(DONE) >= 0) done = true;
+      if (!done && (chunk.indexOf(DONE) >= 0 || (tail + chunk.toString('latin1', 0, Math.min(chunk.length, CARRY))).includes('[DONE]'))) done = true;
       feedUsage(chunk);
+      tail = chunk.toString('latin1', Math.max(0, chunk.length - CARRY));
       return isFirst;
     },
     end() {
