@@ -41,8 +41,15 @@ describe('sessions, failover and aborts', () => {
     for (const [s, replicas] of where) assert.equal(replicas.size, 1, `${s} moved: ${[...replicas]}`);
     const used = new Set([...where.values()].map((x) => [...x][0]));
     assert.equal(used.size, 3, 'sessions should spread over all replicas');
-    const admin = (await (await request(`${g.adminUrl}/admin/sessions/sess-3`)).body.json()) as { replica: string };
+    const admin = (await (await request(`${g.adminUrl}/admin/sessions/sess-3`)).body.json()) as { replica: string; warmTokens: number };
     assert.equal(admin.replica, [...where.get('sess-3')!][0]);
+    assert.ok(admin.warmTokens > 0);
+    const del = await request(`${g.adminUrl}/admin/sessions/sess-3`, { method: 'DELETE' });
+    assert.deepEqual(await del.body.json(), { unpinned: true });
+    const gone = await request(`${g.adminUrl}/admin/sessions/sess-3`);
+    assert.equal(gone.statusCode, 404);
+    assert.equal(((await gone.body.json()) as { error: { code: string } }).error.code, 'session_not_found');
+    assert.equal((await turn(g, 'sess-3')).route, 'placed', 'after DELETE the session is placed afresh');
   });
 
   it('aborts the upstream request within 100 ms of the client going away', async () => {
