@@ -41,6 +41,11 @@ export interface RoutingOptions {
    * beats a warm cache (one vLLM replica decodes dozens of voice sessions at once without queueing).
    */
   readonly hardCapMin: number;
+  /**
+   * Half-life of each replica's recent request count, the load that new placements and spill
+   * targets are also bounded on (c × average): sessions in think time have nothing in flight.
+   */
+  readonly trafficHalfLifeMs: number;
   /** A session that moved less than this long ago only moves again for the hard cap or a failure (anti-flap). */
   readonly spillCooldownMs: number;
   /** Worth of one unit of weighted score, in ms of estimated TTFT (score bonuses are subtracted from it). */
@@ -65,6 +70,7 @@ export const DEFAULT_ROUTING_OPTIONS: RoutingOptions = {
   loadFactor: 1.25,
   hardCapFactor: 2,
   hardCapMin: 16,
+  trafficHalfLifeMs: 30_000,
   spillCooldownMs: 10_000,
   scoreMs: 100,
   tieMs: 1,
@@ -99,7 +105,7 @@ export function resolveRoutingOptions(input: RoutingOptionsInput = {}): RoutingO
   if (!(o.hardCapFactor >= o.loadFactor)) bad(`hardCapFactor must be ≥ loadFactor (got ${o.hardCapFactor})`);
   if (!(o.costForgetting > 0 && o.costForgetting <= 1)) bad(`costForgetting must be in (0, 1] (got ${o.costForgetting})`);
   if (!(o.prior.prefillMsPerToken > 0)) bad('prior.prefillMsPerToken must be > 0');
-  for (const [k, v] of Object.entries({ ...o.weights, hardCapMin: o.hardCapMin, spillCooldownMs: o.spillCooldownMs, scoreMs: o.scoreMs, tieMs: o.tieMs, prefixMaxEntries: o.prefixMaxEntries, prefixTtlMs: o.prefixTtlMs })) {
+  for (const [k, v] of Object.entries({ ...o.weights, hardCapMin: o.hardCapMin, trafficHalfLifeMs: o.trafficHalfLifeMs, spillCooldownMs: o.spillCooldownMs, scoreMs: o.scoreMs, tieMs: o.tieMs, prefixMaxEntries: o.prefixMaxEntries, prefixTtlMs: o.prefixTtlMs })) {
     if (!(v >= 0)) bad(`${k} must be ≥ 0 (got ${v})`);
   }
   if (!(o.ringVnodes >= 1)) bad(`ringVnodes must be ≥ 1 (got ${o.ringVnodes})`);

@@ -127,7 +127,8 @@ describe('affinity: keyless conversations', () => {
   });
 
   it('a keyless conversation that just moved does not move back for cost reasons until its cooldown ends', () => {
-    const { replicas, send, tick } = setup(4, { hardCapMin: 4, spillCooldownMs: 10_000 });
+    // Traffic decays at once here: this is about the cooldown, not the bound on recent traffic.
+    const { replicas, send, tick } = setup(4, { hardCapMin: 4, spillCooldownMs: 10_000, trafficHalfLifeMs: 1 });
     const conv = conversation(SYSTEM, 6, prng(11));
     const home = send(chatIdentity(conv.messages(1))).ranked[0].name;
     tick(20_000);
@@ -147,6 +148,26 @@ describe('affinity: keyless conversations', () => {
     // Past the cooldown the cost model may move it again.
     tick(11_000);
     assert.equal(send(chatIdentity(conv.messages(4))).reason, 'spill');
+  });
+
+  it('new conversations avoid a replica carrying more than its share of recent traffic, with nothing in flight', () => {
+    const { send, tick } = setup(4);
+    // A busy keyed session keeps one replica well above its share of requests.
+    const busy = chatIdentity(conversation(SYSTEM, 1, prng(12)).messages(1), 'busy');
+    const hot = send(busy).ranked[0].name;
+    for (let i = 0; i < 60; i++) {
+      tick(100);
+      send(busy);
+    }
+    const placed = new Map<string, number>();
+    for (let c = 0; c < 40; c++) {
+      tick(100);
+      const d = send(chatIdentity(conversation(SYSTEM, 1, prng(300 + c)).messages(1)));
+      assert.equal(d.reason, 'placed');
+      placed.set(d.ranked[0].name, (placed.get(d.ranked[0].name) ?? 0) + 1);
+    }
+    assert.equal(placed.get(hot) ?? 0, 0, `placements: ${[...placed]}`);
+    assert.equal(placed.size, 3);
   });
 
   it('forgetReplica (a restart): the conversation is no longer believed warm there', () => {

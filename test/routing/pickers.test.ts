@@ -53,6 +53,7 @@ describe('picker: affinity decision', () => {
   const base = (over: Partial<PickInput>): PickInput => ({
     candidates: mk([100, 100, 100, 100]),
     caps: { depth: [0, 0, 0, 0], soft: [5, 5, 5, 5], hard: [10, 10, 10, 10] },
+    room: [true, true, true, true],
     home: -1, homeReason: 'pinned', pinLost: false, coolingDown: false,
     placementKey: 'session-1', tieMs: 1, random: prng(3), ...over,
   });
@@ -69,6 +70,9 @@ describe('picker: affinity decision', () => {
     ['keyless prefix home stays', { home: 1, homeReason: 'prefix', candidates: mk([400, 200, 400, 400]) }, 'r1', 'prefix'],
     ['fresh placement: rendezvous order of the key', {}, rv('session-1', [0, 1, 2, 3]), 'placed'],
     ['fresh placement skips replicas at the soft cap', { caps: { depth: [5, 5, 0, 0], soft: [5, 5, 5, 5], hard: [10, 10, 10, 10] } }, rv('session-1', [2, 3]), 'placed'],
+    ['fresh placement skips replicas past their share of recent traffic', { room: [false, true, false, true] }, rv('session-1', [1, 3]), 'placed'],
+    ['no replica with traffic room: the in-flight bound alone decides', { room: [false, false, false, false] }, rv('session-1', [0, 1, 2, 3]), 'placed'],
+    ['a spill goes to a replica with traffic room even if another is cheaper', { home: 2, candidates: mk([900, 300, 900, 500], [0, 0, 100, 0]), room: [true, false, true, true] }, 'r3', 'spill'],
     ['pinned replica gone: failover', { pinLost: true }, rv('session-1', [0, 1, 2, 3]), 'failover'],
     ['no key at all: the cheapest', { placementKey: null, candidates: mk([300, 200, 100, 400]) }, 'r2', 'placed'],
   ];

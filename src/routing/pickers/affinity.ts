@@ -17,6 +17,8 @@ export interface PickCandidate {
 export interface PickInput {
   readonly candidates: readonly PickCandidate[];
   readonly caps: LoadCaps;
+  /** Per candidate: room under the bound on recent traffic (traffic.ts); new placements and spills honour it when any candidate has room. */
+  readonly room: readonly boolean[];
   /** Index of the replica the session is bound to (its pin, else its prefix's holder); −1 for none. */
   readonly home: number;
   readonly homeReason: 'pinned' | 'prefix';
@@ -51,7 +53,10 @@ export interface PickResult {
 export function pickAffinity(p: PickInput): PickResult {
   const { candidates: c, caps, home } = p;
   const cost = c.map((x) => x.estimateMs - x.bonusMs);
-  const soft = (i: number) => fits(caps, caps.soft, i);
+  const anyRoom = p.room.some((x, i) => x && fits(caps, caps.soft, i));
+  // A new placement or a spill target: under the in-flight bound, and under the traffic bound
+  // while some candidate is.
+  const soft = (i: number) => fits(caps, caps.soft, i) && (!anyRoom || p.room[i]);
   const hard = (i: number) => fits(caps, caps.hard, i);
   const cheapest = (allowed: (i: number) => boolean) => rankByCost(cost, allowed, p.tieMs, p.random)[0] ?? -1;
 

@@ -7,6 +7,7 @@ import { pickAffinity, type PickCandidate } from '../pickers/affinity.js';
 import { loadCaps } from '../pickers/bounded-load.js';
 import { filterCandidates, scoreCandidates, type WeightedScorer } from '../pipeline.js';
 import { createPrefixIndex } from '../prefix-index.js';
+import { createTraffic, trafficRoom } from '../traffic.js';
 import { loadScorer } from '../scorers/load.js';
 import { createPrefixMatchScorer } from '../scorers/prefix-match.js';
 import { createSessionPinScorer } from '../scorers/session-pin.js';
@@ -65,6 +66,7 @@ export function createAffinityRouter(store: SessionStore, now: () => number, ran
   const cost = createCostModel(o.prior, o.costForgetting);
   const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
   const keylessMoves = createMoveLog(MAX_KEYLESS_MOVES);
+  const traffic = createTraffic(o.trafficHalfLifeMs);
 
   // The scorers read what route() looked up for the request being routed (route is synchronous).
   let current: RouteRequest | null = null;
@@ -132,6 +134,9 @@ export function createAffinityRouter(store: SessionStore, now: () => number, ran
       const pick = pickAffinity({
         candidates: picks,
         caps: loadCaps(candidates, o.loadFactor, o.hardCapFactor, o.hardCapMin),
+        // A keyed session's first placement ignores this gateway's traffic history, so that
+        // every gateway places it the same way; keyless placements and spills use it.
+        room: home < 0 && id.sessionKey !== null ? candidates.map(() => true) : trafficRoom(candidates, traffic, t, o.loadFactor),
         home,
         homeReason: pinIdx >= 0 ? 'pinned' : 'prefix',
         pinLost: pin !== null && pinIdx < 0,
@@ -155,6 +160,7 @@ export function createAffinityRouter(store: SessionStore, now: () => number, ran
       if (!outcome.ok) return;
       const t = now();
       index.record(identity.chain, identity.chainTokens, outcome.replica, t);
+      traffic.served(outcome.replica, t);
       if (identity.sessionKey !== null) store.pin(identity.sessionKey, outcome.replica, identity.promptTokens, t);
       else if (identity.placementKey !== null) keylessMoves.served(identity.placementKey, outcome.replica, t);
       if (outcome.promptTokens !== null) cost.observeTokens(identity.promptTokens, outcome.promptTokens);
@@ -179,6 +185,7 @@ export function createAffinityRouter(store: SessionStore, now: () => number, ran
     forgetReplica: (replica) => {
       index.forgetReplica(replica);
       keylessMoves.forgetReplica(replica);
+      traffic.forget(replica);
     },
     stats: () => ({
       prefixEntries: index.size(),
