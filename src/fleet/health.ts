@@ -38,7 +38,9 @@ export function createHealth(deps: {
 }): Health {
   const { registry, agent, metrics, log, options } = deps;
   const timers: NodeJS.Timeout[] = [];
+  // Warn on the transition into failure only: a broken endpoint would otherwise log every interval.
   const scrapeFailing = new Set<string>();
+  const modelsFailing = new Set<string>();
 
   for (const r of registry.replicas) metrics.replicaUp.set({ replica: r.name }, r.up ? 1 : 0);
 
@@ -78,9 +80,13 @@ export function createHealth(deps: {
       const data = (JSON.parse(models.text) as { data?: { id?: unknown }[] }).data ?? [];
       r.modelEntries = data;
       r.models = new Set(data.map((m) => m.id).filter((id): id is string => typeof id === 'string'));
+      if (modelsFailing.delete(r.name)) log.info({ replica: r.name }, 'replica /v1/models readable again');
     } catch (e) {
       metrics.scrapeErrors.inc({ replica: r.name, what: 'models' });
-      log.warn({ replica: r.name, err: (e as Error).message }, 'cannot read /v1/models: the model filter keeps the last known list');
+      if (!modelsFailing.has(r.name)) {
+        modelsFailing.add(r.name);
+        log.warn({ replica: r.name, err: (e as Error).message }, 'cannot read /v1/models: the model filter keeps the last known list');
+      }
     }
   }
 
@@ -98,7 +104,6 @@ export function createHealth(deps: {
       if (scrapeFailing.delete(r.name)) log.info({ replica: r.name }, 'replica /metrics readable again');
     } catch (e) {
       metrics.scrapeErrors.inc({ replica: r.name, what: 'metrics' });
-      // Warn on the transition only: a replica without /metrics would otherwise log every second.
       if (!scrapeFailing.has(r.name)) {
         scrapeFailing.add(r.name);
         log.warn({ replica: r.name, err: (e as Error).message }, 'cannot read replica /metrics: routing uses gateway-side load only');
