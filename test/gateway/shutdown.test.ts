@@ -7,19 +7,20 @@ import { startFixture } from '../helpers/fixture-upstream.js';
 import { chatBody } from '../helpers/gateway.js';
 
 describe('graceful shutdown', () => {
-  it('SIGTERM: readyz goes false, new connections are refused, live streams finish, exit 0', async () => {
+  it('SIGTERM: readyz goes false, new connections are refused, live streams finish, exit 0', { timeout: 60_000 }, async () => {
     const up = await startFixture('a');
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--upstream', up.url, '--host', '127.0.0.1', '--port', '0', '--admin-host', '127.0.0.1', '--admin-port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     try {
       const lines = createInterface({ input: child.stdout! });
       const logs: Record<string, any>[] = [];
-      const listening = new Promise<{ url: string; adminUrl: string }>((resolve) => {
+      const listening = new Promise<{ url: string; adminUrl: string }>((resolve, reject) => {
         lines.on('line', (l) => {
           const o = JSON.parse(l);
           logs.push(o);
           if (o.msg === 'warmroute listening') resolve(o);
         });
+        child.once('exit', (code) => reject(new Error(`the gateway exited with ${code} before listening`)));
       });
       const { url, adminUrl } = await listening;
 
