@@ -8,6 +8,8 @@ export interface AdminDeps {
   readonly router: Router;
   readonly metrics: Metrics;
   readonly draining: () => boolean;
+  /** Refreshes gauges that are cheap per scrape but not per request. */
+  readonly beforeScrape?: () => void;
 }
 
 /** The admin listener: metrics, probes and fleet/session inspection, on its own port. */
@@ -16,6 +18,7 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
   const app = Fastify({ logger: false });
 
   app.get('/metrics', async (_req, reply) => {
+    deps.beforeScrape?.();
     reply.header('content-type', metrics.registry.contentType);
     return metrics.registry.metrics();
   });

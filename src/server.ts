@@ -97,7 +97,14 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     },
   });
   registerClientRoutes(app, proxyDeps, proxy);
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining });
+  // Routing state as gauges, computed when Prometheus scrapes rather than per request.
+  const beforeScrape = () => {
+    const pins = router.pinsByReplica();
+    for (const r of registry.replicas) metrics.sessionsPinned.set({ replica: r.name }, pins.get(r.name) ?? 0);
+    const st = router.stats?.();
+    if (st) metrics.prefixEntries.set(st.prefixEntries);
+  };
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
 

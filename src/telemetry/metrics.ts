@@ -35,6 +35,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     storeErrors: new Counter({ name: 'warmroute_store_errors_total', help: 'Shared session store (Redis) operations that failed or were skipped while it was unreachable, by operation; routing goes on from the local view.', labelNames: ['op'] as const, registers: r }),
     storeEvents: new Counter({ name: 'warmroute_store_events_total', help: 'Shared session store (Redis) activity: pin changes published, TTL refreshes, other gateways\' pins applied, background lookups filled or dropped, writes resynced after an outage.', labelNames: ['event'] as const, registers: r }),
     draining: new Gauge({ name: 'warmroute_draining', help: '1 while the gateway drains on shutdown.', registers: r }),
+    // Filled at scrape time by the gateway (server.ts): counting pins walks the session store.
+    sessionsPinned: new Gauge({ name: 'warmroute_sessions_pinned', help: 'Live session pins per replica (the affinity balance across replicas).', labelNames: ['replica'] as const, registers: r }),
+    prefixEntries: new Gauge({ name: 'warmroute_prefix_index_entries', help: 'Entries (chain link × replica) in the prefix index.', registers: r }),
   };
   for (const reason of ROUTE_REASONS) metrics.decisions.inc({ reason }, 0);
   return metrics;

@@ -41,6 +41,10 @@ describe('sessions, failover and aborts', () => {
     for (const [s, replicas] of where) assert.equal(replicas.size, 1, `${s} moved: ${[...replicas]}`);
     const used = new Set([...where.values()].map((x) => [...x][0]));
     assert.equal(used.size, 3, 'sessions should spread over all replicas');
+    const metrics = await (await request(`${g.adminUrl}/metrics`)).body.text();
+    const pinned = [...metrics.matchAll(/warmroute_sessions_pinned\{replica="[^"]+"\} (\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+    assert.equal(pinned, 30);
+    assert.match(metrics, /warmroute_prefix_index_entries [1-9]\d*/);
     const admin = (await (await request(`${g.adminUrl}/admin/sessions/sess-3`)).body.json()) as { replica: string; warmTokens: number };
     assert.equal(admin.replica, [...where.get('sess-3')!][0]);
     assert.ok(admin.warmTokens > 0);
