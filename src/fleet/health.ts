@@ -38,9 +38,19 @@ export function createHealth(deps: {
 }): Health {
   const { registry, agent, metrics, log, options } = deps;
   const timers: NodeJS.Timeout[] = [];
-  // Warn on the transition into failure only: a broken endpoint would otherwise log every interval.
-  const scrapeFailing = new Set<string>();
-  const modelsFailing = new Set<string>();
+  // `replica what` pairs whose endpoint is failing. Warn on the transition into failure only (a
+  // broken endpoint would otherwise log every interval), count every failure.
+  const failing = new Set<string>();
+  function unreadable(r: ReplicaState, what: 'models' | 'metrics', e: Error, msg: string) {
+    metrics.scrapeErrors.inc({ replica: r.name, what });
+    const k = `${r.name} ${what}`;
+    if (failing.has(k)) return;
+    failing.add(k);
+    log.warn({ replica: r.name, err: e.message }, msg);
+  }
+  function readable(r: ReplicaState, what: 'models' | 'metrics') {
+    if (failing.delete(`${r.name} ${what}`)) log.info({ replica: r.name, what }, 'replica endpoint readable again');
+  }
 
   for (const r of registry.replicas) metrics.replicaUp.set({ replica: r.name }, r.up ? 1 : 0);
 
@@ -80,13 +90,9 @@ export function createHealth(deps: {
       const data = (JSON.parse(models.text) as { data?: { id?: unknown }[] }).data ?? [];
       r.modelEntries = data;
       r.models = new Set(data.map((m) => m.id).filter((id): id is string => typeof id === 'string'));
-      if (modelsFailing.delete(r.name)) log.info({ replica: r.name }, 'replica /v1/models readable again');
+      readable(r, 'models');
     } catch (e) {
-      metrics.scrapeErrors.inc({ replica: r.name, what: 'models' });
-      if (!modelsFailing.has(r.name)) {
-        modelsFailing.add(r.name);
-        log.warn({ replica: r.name, err: (e as Error).message }, 'cannot read /v1/models: the model filter keeps the last known list');
-      }
+      unreadable(r, 'models', e as Error, 'cannot read /v1/models: the model filter keeps the last known list');
     }
   }
 
@@ -101,13 +107,9 @@ export function createHealth(deps: {
       r.running = stats.running;
       r.kvUsage = stats.kvUsage;
       if (stats.kvCapacityTokens !== null) r.kvCapacityTokens = stats.kvCapacityTokens;
-      if (scrapeFailing.delete(r.name)) log.info({ replica: r.name }, 'replica /metrics readable again');
+      readable(r, 'metrics');
     } catch (e) {
-      metrics.scrapeErrors.inc({ replica: r.name, what: 'metrics' });
-      if (!scrapeFailing.has(r.name)) {
-        scrapeFailing.add(r.name);
-        log.warn({ replica: r.name, err: (e as Error).message }, 'cannot read replica /metrics: routing uses gateway-side load only');
-      }
+      unreadable(r, 'metrics', e as Error, 'cannot read replica /metrics: routing uses gateway-side load only');
       r.waiting = 0;
       r.kvUsage = 0;
     }

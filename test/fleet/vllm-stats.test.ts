@@ -48,9 +48,13 @@ describe('vLLM /metrics', () => {
     const port = (plain.address() as { port: number }).port;
     const g = await startGateway([`http://127.0.0.1:${port}`], { health: { statsIntervalMs: 100 } });
     try {
-      await new Promise((r) => setTimeout(r, 450));
-      const metrics = await (await request(`${g.adminUrl}/metrics`)).body.text();
-      const errors = Number(/warmroute_replica_scrape_errors_total\{replica="[^"]+",what="metrics"\} (\d+)/.exec(metrics)?.[1] ?? 0);
+      // Scrapes every 100 ms: wait (bounded) until several have failed.
+      let errors = 0;
+      for (const deadline = Date.now() + 5_000; errors < 3 && Date.now() < deadline;) {
+        await new Promise((r) => setTimeout(r, 100));
+        const metrics = await (await request(`${g.adminUrl}/metrics`)).body.text();
+        errors = Number(/warmroute_replica_scrape_errors_total\{replica="[^"]+",what="metrics"\} (\d+)/.exec(metrics)?.[1] ?? 0);
+      }
       assert.ok(errors >= 3, `scrape errors ${errors}`);
       assert.equal(g.logs.filter((l) => String(l.msg).startsWith('cannot read replica /metrics')).length, 1);
       assert.equal((await request(`${g.adminUrl}/readyz`)).statusCode, 200);
