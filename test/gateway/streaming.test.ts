@@ -1,25 +1,16 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
 import { request as httpRequest } from 'node:http';
 import { request } from 'undici';
-import { lastCompletion, startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
-import { accessLines, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { lastCompletion, startFixture } from '../helpers/fixture-upstream.js';
+import { accessLines, chatBody, fixtureAndGateway, startGateway } from '../helpers/gateway.js';
 
 describe('streaming through the gateway', () => {
-  let a: FixtureUpstream;
-  let g: TestGateway;
-  before(async () => {
-    a = await startFixture('a');
-    g = await startGateway([a.url]);
-  });
-  after(async () => {
-    await g.close();
-    await a.close();
-  });
+  const env = fixtureAndGateway();
 
   it('the official openai client streams a chat completion through it', async () => {
-    const client = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
+    const client = new OpenAI({ baseURL: `${env.g.url}/v1`, apiKey: 'sk-test', maxRetries: 0 });
     const stream = await client.chat.completions.create({
       model: 'fixture-model',
       stream: true,
@@ -40,20 +31,20 @@ describe('streaming through the gateway', () => {
     // Odd spacing and key order: a re-serialising proxy would change these bytes.
     const body = '{"model":"fixture-model",  "messages":[{"role":"user","content":"h\\u00e9llo"}],"stream":true, "stream_options":{"include_usage":true}}';
     const headers = { 'content-type': 'application/json', 'x-fixture-chunks': '20' };
-    const direct = await request(`${a.url}/v1/chat/completions`, { method: 'POST', headers, body });
+    const direct = await request(`${env.a.url}/v1/chat/completions`, { method: 'POST', headers, body });
     const directBytes = Buffer.from(await direct.body.arrayBuffer());
-    const before = a.seen.length;
-    const via = await request(`${g.url}/v1/chat/completions`, { method: 'POST', headers, body });
+    const before = env.a.seen.length;
+    const via = await request(`${env.g.url}/v1/chat/completions`, { method: 'POST', headers, body });
     const viaBytes = Buffer.from(await via.body.arrayBuffer());
     assert.equal(via.statusCode, 200);
     assert.ok(viaBytes.length > 2000);
     assert.ok(viaBytes.equals(directBytes), 'streamed bytes differ');
-    assert.ok(lastCompletion(a, before).body.equals(Buffer.from(body)), 'request bytes differ');
+    assert.ok(lastCompletion(env.a, before).body.equals(Buffer.from(body)), 'request bytes differ');
   });
 
   it('delivers the first content chunk while the replica is still generating', async () => {
     const t0 = performance.now();
-    const res = await request(`${g.url}/v1/chat/completions`, {
+    const res = await request(`${env.g.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-fixture-chunks': '4', 'x-fixture-gap-ms': '150' },
       body: chatBody(),
@@ -72,23 +63,23 @@ describe('streaming through the gateway', () => {
   });
 
   it('forwards non-streaming responses untouched and reads their usage', async () => {
-    const direct = await request(`${a.url}/v1/chat/completions`, { method: 'POST', body: chatBody({ stream: false }) });
+    const direct = await request(`${env.a.url}/v1/chat/completions`, { method: 'POST', body: chatBody({ stream: false }) });
     const directText = await direct.body.text();
-    const res = await request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chatBody({ stream: false }) });
+    const res = await request(`${env.g.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chatBody({ stream: false }) });
     assert.equal(res.statusCode, 200);
     assert.equal(await res.body.text(), directText);
     await new Promise((r) => setTimeout(r, 20));
-    const line = accessLines(g.logs).at(-1)!;
+    const line = accessLines(env.g.logs).at(-1)!;
     assert.equal(line.stream, false);
     assert.equal(line.cachedTokens, 16);
     assert.ok(line.ttftMs > 0);
   });
 
   it('strips hop-by-hop headers, sets x-forwarded-for and names the replica, never its URL', async () => {
-    const before = a.seen.length;
+    const before = env.a.seen.length;
     // node:http, because undici refuses to send hop-by-hop headers at all.
     const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
-      const req = httpRequest(`${g.url}/v1/chat/completions`, {
+      const req = httpRequest(`${env.g.url}/v1/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', connection: 'keep-alive, x-drop-me', 'x-drop-me': '1', 'keep-alive': 'timeout=5', 'x-keep-me': 'yes', 'x-forwarded-for': '10.1.2.3' },
       }, resolve);
@@ -96,19 +87,19 @@ describe('streaming through the gateway', () => {
       req.end(chatBody());
     });
     for await (const _ of res) { /* drain */ }
-    const seen = lastCompletion(a, before).headers;
+    const seen = lastCompletion(env.a, before).headers;
     assert.equal(seen['x-drop-me'], undefined);
     assert.equal(seen['keep-alive'], undefined);
     assert.equal(seen['x-keep-me'], 'yes');
     assert.equal(seen['x-forwarded-for'], '10.1.2.3, 127.0.0.1');
-    assert.equal(res.headers['x-warmroute-replica'], `127.0.0.1:${a.port}`);
+    assert.equal(res.headers['x-warmroute-replica'], `127.0.0.1:${env.a.port}`);
     assert.match(String(res.headers['server-timing']), /^parse;dur=[\d.]+, route;dur=[\d.]+, queue;dur=[\d.]+, connect;dur=[\d.]+, upstream_headers;dur=[\d.]+$/);
   });
 
   it('forwards other /v1 paths as they are and answers /v1/models from the fleet', async () => {
-    const res = await request(`${g.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"input":"x"}' });
+    const res = await request(`${env.g.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"input":"x"}' });
     assert.deepEqual(await res.body.json(), { echo: '/v1/embeddings', bytes: 13 });
-    const models = await request(`${g.url}/v1/models`);
+    const models = await request(`${env.g.url}/v1/models`);
     const list = (await models.body.json()) as { data: { id: string }[] };
     assert.deepEqual(list.data.map((m) => m.id), ['fixture-model']);
   });

@@ -1,25 +1,15 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from 'undici';
-import { startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
-import { accessLines, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { accessLines, chatBody, fixtureAndGateway } from '../helpers/gateway.js';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 describe('per-hop time accounting', () => {
-  let a: FixtureUpstream;
-  let g: TestGateway;
-  before(async () => {
-    a = await startFixture('a');
-    g = await startGateway([a.url]);
-  });
-  after(async () => {
-    await g.close();
-    await a.close();
-  });
+  const env = fixtureAndGateway();
 
   it('hops add up to the TTFT, and the TTFT matches what the client measured', async () => {
-    const client = new Client(g.url); // a Client is one connection
+    const client = new Client(env.g.url); // a Client is one connection
     const measured: number[] = [];
     try {
       // Warm the connection so the client's clock and the gateway's start at the same moment.
@@ -43,7 +33,7 @@ describe('per-hop time accounting', () => {
       await client.close();
     }
     await new Promise((r) => setTimeout(r, 20));
-    const lines = accessLines(g.logs).filter((l) => l.session !== null && l.path === '/v1/chat/completions');
+    const lines = accessLines(env.g.logs).filter((l) => l.session !== null && l.path === '/v1/chat/completions');
     assert.equal(lines.length, 12);
     const diffs: number[] = [];
     for (const [i, l] of lines.entries()) {
@@ -59,7 +49,7 @@ describe('per-hop time accounting', () => {
   });
 
   it('exports hop, TTFT, overhead, request, decision, replica and token metrics with bounded labels', async () => {
-    const res = await fetch(`${g.adminUrl}/metrics`);
+    const res = await fetch(`${env.g.adminUrl}/metrics`);
     const text = await res.text();
     for (const hop of ['parse', 'route', 'queue', 'connect', 'upstream_headers', 'upstream_first_token', 'stream']) {
       assert.match(text, new RegExp(`warmroute_hop_duration_seconds_bucket\\{le="0.0001",hop="${hop}"\\}`));
@@ -77,11 +67,11 @@ describe('per-hop time accounting', () => {
   });
 
   it('logs one access line per request with hops, never the prompt text', async () => {
-    const before = g.logs.length;
-    const res = await fetch(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': 'secret-session' }, body: chatBody({}, 'my card number is 4242') });
+    const before = env.g.logs.length;
+    const res = await fetch(`${env.g.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': 'secret-session' }, body: chatBody({}, 'my card number is 4242') });
     await res.text();
     await new Promise((r) => setTimeout(r, 20));
-    const lines = g.logs.slice(before);
+    const lines = env.g.logs.slice(before);
     assert.equal(lines.length, 1);
     const l = lines[0];
     assert.equal(l.msg, 'request');

@@ -1,8 +1,10 @@
+import { after, before } from 'node:test';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { resolveConfig } from '../../src/config/load.js';
 import { buildGateway, type Gateway } from '../../src/server.js';
 import { loggerOptions } from '../../src/telemetry/logger.js';
+import { startFixture, type FixtureUpstream } from './fixture-upstream.js';
 
 export interface TestGateway {
   gw: Gateway;
@@ -48,4 +50,21 @@ export function chatBody(extra: Record<string, unknown> = {}, content = 'Hello t
     messages: [{ role: 'system', content: 'You are a voice agent.' }, { role: 'user', content }],
     ...extra,
   });
+}
+
+/**
+ * Inside a describe(): one fixture upstream and a gateway in front of it for the whole suite.
+ * Read `env.a` / `env.g` inside tests (they are set by the before hook).
+ */
+export function fixtureAndGateway(raw: Record<string, any> = {}): { a: FixtureUpstream; g: TestGateway } {
+  const env = {} as { a: FixtureUpstream; g: TestGateway };
+  before(async () => {
+    env.a = await startFixture('a');
+    env.g = await startGateway([env.a.url], raw);
+  });
+  after(async () => {
+    await env.g.close();
+    await env.a.close();
+  });
+  return env;
 }
