@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import createError, { type FastifyErrorConstructor } from '@fastify/error';
 
 /** OpenAI's error `type` values the gateway uses. */
@@ -45,6 +46,13 @@ export const errors = {
 
 export function isWarmrouteError(e: unknown): e is WarmrouteError {
   return e instanceof Error && typeof (e as WarmrouteError).openaiCode === 'string';
+}
+
+/** Answers with the error, unless a response is already under way (then there is nothing to say). */
+export function writeError(res: ServerResponse, err: WarmrouteError, extraHeaders: readonly string[] = []): void {
+  if (res.headersSent) return;
+  res.writeHead(err.statusCode, ['content-type', 'application/json', ...extraHeaders]);
+  res.end(errorBody(err));
 }
 
 /** The OpenAI-shaped body for an error. */

@@ -35,10 +35,6 @@ const ENV: Record<keyof ServeFlags, string> = {
   logLevel: 'WARMROUTE_LOG_LEVEL',
 };
 
-export function envVarOf(flag: keyof ServeFlags): string {
-  return ENV[flag];
-}
-
 /** Flags from the environment: WARMROUTE_UPSTREAM holds a comma- or space-separated list. */
 export function flagsFromEnv(env: NodeJS.ProcessEnv): ServeFlags {
   const out: ServeFlags = {};

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import { errorBody, errors, type WarmrouteError } from '../errors.js';
+import { errors, writeError, type WarmrouteError } from '../errors.js';
 import type { Registry } from '../fleet/registry.js';
 import { identify, validateBody, type IdentityOptions, type RequestKind } from '../routing/identity.js';
 import type { RequestIdentity } from '../routing/types.js';
@@ -35,12 +35,6 @@ function parseJson(body: Buffer): unknown {
   } catch (e) {
     throw errors.invalidJson([(e as Error).message]);
   }
-}
-
-export function writeError(res: ServerResponse, err: WarmrouteError): void {
-  if (res.headersSent) return;
-  res.writeHead(err.statusCode, ['content-type', 'application/json']);
-  res.end(errorBody(err));
 }
 
 export function createProxy(deps: ProxyDeps): Proxy {

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { ResolvedConfig } from '../config/schema.js';
-import { errorBody, errors, isWarmrouteError, type WarmrouteError } from '../errors.js';
+import { errorBody, errors, isWarmrouteError, writeError, type WarmrouteError } from '../errors.js';
 import type { Health } from '../fleet/health.js';
 import type { ReplicaState } from '../fleet/registry.js';
 import type { Decision, RequestIdentity, RouteReason, Router } from '../routing/types.js';
@@ -48,12 +48,6 @@ export interface Outcome {
   done: boolean;
   aborted: boolean;
   error: WarmrouteError | null;
-}
-
-function statusErrorResponse(res: ServerResponse, err: WarmrouteError, extra: string[]) {
-  if (res.headersSent) return;
-  res.writeHead(err.statusCode, ['content-type', 'application/json', ...extra]);
-  res.end(errorBody(err));
 }
 
 /**
@@ -104,15 +98,15 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
   function fail(err: WarmrouteError) {
     out.error = err;
     out.status = err.statusCode;
-    statusErrorResponse(res, err, routeHeaders());
+    writeError(res, err, routeHeaders());
     clock.ended = nowMs();
     finish();
   }
 
   function attempt(i: number) {
     if (finished) return;
-    if (i >= maxAttempts) return; // unreachable: the last attempt never retries
-    const r = deps.byName(ranked[i].name) ?? (ranked[i] as ReplicaState);
+    const r = deps.byName(ranked[i].name);
+    if (r === undefined) return fail(errors.internal([], null, new Error(`router ranked unknown replica ${ranked[i].name}`)));
     replica = r;
     out.replica = r.name;
     out.attempts = i + 1;

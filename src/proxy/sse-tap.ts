@@ -76,7 +76,7 @@ export function createTap(firstByteIsToken: boolean): Tap {
   // The last bytes of the previous chunk, so a marker split across two reads is still found.
   let tail = '';
 
-  function startCapture(chunk: Buffer): void {
+  function startCapture(chunk: Buffer, seam: () => string): void {
     const at = chunk.indexOf(USAGE);
     if (at >= 0) {
       const v = skipSpace(chunk, at + USAGE.length);
@@ -84,16 +84,16 @@ export function createTap(firstByteIsToken: boolean): Tap {
       capture = chunk.toString('latin1', at, Math.min(chunk.length, at + MAX_USAGE_CAPTURE));
       return;
     }
-    const seam = tail + chunk.toString('latin1', 0, Math.min(chunk.length, CARRY));
-    const s = seam.indexOf('"usage":');
-    if (s < 0 || s + 8 > tail.length + chunk.length) return;
-    const rest = seam.slice(s + 8).trimStart();
+    const joined = seam();
+    const s = joined.indexOf('"usage":');
+    if (s < 0) return;
+    const rest = joined.slice(s + 8).trimStart();
     if (rest.length > 0 && rest[0] !== '{') return;
-    capture = seam.slice(s) + chunk.toString('latin1', Math.min(chunk.length, CARRY), Math.min(chunk.length, MAX_USAGE_CAPTURE));
+    capture = joined.slice(s) + chunk.toString('latin1', Math.min(chunk.length, CARRY), Math.min(chunk.length, MAX_USAGE_CAPTURE));
   }
 
-  function feedUsage(chunk: Buffer) {
-    if (capture === null) startCapture(chunk);
+  function feedUsage(chunk: Buffer, seam: () => string) {
+    if (capture === null) startCapture(chunk, seam);
     else if (capture.length < MAX_USAGE_CAPTURE) {
       capture += chunk.toString('latin1', 0, Math.min(chunk.length, MAX_USAGE_CAPTURE - capture.length));
     }
@@ -117,8 +117,14 @@ export function createTap(firstByteIsToken: boolean): Tap {
         }
         firstToken = isFirst;
       }
-      if (!done && (chunk.indexOf(DONE) >= 0 || (tail + chunk.toString('latin1', 0, Math.min(chunk.length, CARRY))).includes('[DONE]'))) done = true;
-      feedUsage(chunk);
+      // Nothing an OpenAI stream sends after [DONE] is of interest.
+      if (done) return isFirst;
+      // The previous chunk's end joined to this one's start, built only when a marker was not
+      // found inside the chunk itself, and at most once per chunk.
+      let joined: string | null = null;
+      const seam = () => (joined ??= tail + chunk.toString('latin1', 0, Math.min(chunk.length, CARRY)));
+      if (chunk.indexOf(DONE) >= 0 || seam().includes('[DONE]')) done = true;
+      feedUsage(chunk, seam);
       tail = chunk.toString('latin1', Math.max(0, chunk.length - CARRY));
       return isFirst;
     },

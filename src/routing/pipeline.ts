@@ -36,10 +36,3 @@ export function scoreCandidates(
   }
   return candidates.map((replica, i) => ({ replica, score: totals[i] }));
 }
-
-/** Highest score first; equal scores in random order so ties do not always favour one replica. */
-export function rankByScore(scored: readonly ScoredReplica[], random: () => number = Math.random): ReplicaView[] {
-  const withTie = scored.map((s) => ({ s, tie: random() }));
-  withTie.sort((a, b) => b.s.score - a.s.score || a.tie - b.tie);
-  return withTie.map((x) => x.s.replica);
-}
