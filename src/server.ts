@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { Agent } from 'undici';
+import { createUpstreamClient } from './proxy/upstream/client.js';
 import { buildAdmin } from './admin.js';
 import type { ResolvedConfig } from './config/schema.js';
 import { performanceWarnings } from './config/load.js';
@@ -52,7 +53,15 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     ? createRedisSessionStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
     : createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs }));
   const router = createRouter(config.routing.strategy as Strategy, { store, options: config.routing.options as RoutingOptionsInput });
-  // One shared pool of keep-alive connections to the replicas.
+  // Forwarded requests go over the upstream client's keep-alive sockets; undici's agent serves the
+  // gateway's own calls to the replicas (health, models, metrics).
+  const upstream = createUpstreamClient({
+    connectTimeoutMs: config.timeouts.connectMs,
+    onStaleRetry: (origin) => {
+      metrics.staleRetries.inc();
+      log.debug({ origin }, 'replica closed an idle connection as a request was written: sent again on a new one');
+    },
+  });
   const agent = new Agent({
     connect: { timeout: config.timeouts.connectMs },
     keepAliveTimeout: 30_000,
@@ -77,7 +86,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const open = new Set<Promise<unknown>>();
 
   const proxyDeps: ProxyDeps = {
-    agent, admission, health, router, metrics, config, registry, log,
+    upstream, admission, health, router, metrics, config, registry, log,
     byName: registry.byName,
     identityOptions: { sessionKeySources: config.routing.sessionKeySources, maxSessionKeyBytes: config.routing.maxSessionKeyBytes, ...config.routing.identity },
     draining: isDraining,
@@ -148,6 +157,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       app.server.closeAllConnections();
       await closed;
       await admin.close();
+      await upstream.close();
       await agent.close().catch(() => agent.destroy());
       await store.close();
       log.info('closed');

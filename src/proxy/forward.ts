@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Dispatcher } from 'undici';
 import type { ResolvedConfig } from '../config/schema.js';
 import { errorBody, errors, isWarmrouteError, writeError, type WarmrouteError } from '../errors.js';
 import type { Health } from '../fleet/health.js';
@@ -11,9 +10,10 @@ import type { Admission } from './admission.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { causeOf, ClientGone, DROPPED, RetryStatus } from './failures.js';
 import { createTap, type Tap, type Usage } from './sse-tap.js';
+import type { UpstreamClient, UpstreamHandler } from './upstream/client.js';
 
 export interface ForwardDeps {
-  readonly agent: Dispatcher;
+  readonly upstream: UpstreamClient;
   readonly admission: Admission;
   readonly health: Health;
   readonly router: Router;
@@ -137,10 +137,9 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
       res.uncork();
     };
 
-    // Legacy handler shape: undici calls it directly (no wrapper) and passes raw header buffers.
-    const handler = {
+    const handler: UpstreamHandler = {
       onConnect(abort) {
-        abortUpstream = abort as (e: Error) => void;
+        abortUpstream = abort;
         if (finished) abort(new ClientGone('client disconnected'));
       },
       onRequestSent() {
@@ -152,7 +151,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
           abortUpstream?.(new RetryStatus(status));
           return false;
         }
-        const { headers, contentType } = clientResponseHeaders(rawHeaders as unknown as Buffer[]);
+        const { headers, contentType } = clientResponseHeaders(rawHeaders);
         out.sse = contentType.startsWith('text/event-stream');
         tap = createTap(!out.sse);
         out.status = status;
@@ -192,12 +191,12 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
         if (!headersWritten) return failedBeforeResponse(r, i, isLast, err);
         failedMidStream(r, err);
       },
-    } as Dispatcher.DispatchHandler;
+    };
 
-    deps.agent.dispatch({
+    deps.upstream.dispatch({
       origin: r.origin,
       path: ex.path,
-      method: ex.method as Dispatcher.HttpMethod,
+      method: ex.method,
       headers: upstreamRequestHeaders(ex.req, r.apiKey),
       body: ex.body,
       headersTimeout: config.timeouts.headersMs,
@@ -221,7 +220,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
 
   function failedMidStream(r: ReplicaState, err: Error) {
     const code = (err as { code?: string }).code;
-    const cause = code === 'UND_ERR_BODY_TIMEOUT' ? 'idle_timeout' : DROPPED.has(code ?? '') ? 'reset' : 'other';
+    const cause = code === 'WR_BODY_TIMEOUT' ? 'idle_timeout' : DROPPED.has(code ?? '') ? 'reset' : 'other';
     metrics.streamErrors.inc({ replica: r.name, cause });
     const e = errors.upstreamStream([r.name, cause === 'idle_timeout' ? `no data for ${config.timeouts.idleMs} ms` : cause === 'reset' ? 'connection lost' : err.message]);
     out.error = e;

@@ -5,6 +5,8 @@ const HOP_BY_HOP = new Set([
   'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection',
   'te', 'trailer', 'trailers', 'transfer-encoding', 'upgrade', 'expect', 'host',
 ]);
+// Framing the forwarder sets itself for the bytes it sends.
+const REQUEST_FRAMING = new Set(['content-length']);
 
 /** Headers named in a Connection header are hop-by-hop too. */
 function connectionTokens(value: string | undefined): Set<string> | null {
@@ -29,7 +31,7 @@ export function upstreamRequestHeaders(req: IncomingMessage, apiKey: string | un
   let xff: string | null = null;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i].toLowerCase();
-    if (HOP_BY_HOP.has(name) || extra?.has(name)) continue;
+    if (HOP_BY_HOP.has(name) || REQUEST_FRAMING.has(name) || extra?.has(name)) continue;
     if (name === 'x-forwarded-for') { xff = xff ? `${xff}, ${raw[i + 1]}` : raw[i + 1]; continue; }
     if (name === 'authorization' && apiKey !== undefined) continue;
     out.push(raw[i], raw[i + 1]);
@@ -40,23 +42,20 @@ export function upstreamRequestHeaders(req: IncomingMessage, apiKey: string | un
   return out;
 }
 
-/** Response headers for the client from undici's raw header buffers, hop-by-hop ones removed. */
-export function clientResponseHeaders(raw: Buffer[]): { headers: string[]; contentType: string } {
+/** Response headers for the client from the replica's flat name, value list, hop-by-hop ones removed. */
+export function clientResponseHeaders(raw: readonly string[]): { headers: string[]; contentType: string } {
   const out: string[] = [];
   let contentType = '';
   let extra: Set<string> | null = null;
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i].length === 10 && raw[i].toString('latin1').toLowerCase() === 'connection') {
-      extra = connectionTokens(raw[i + 1].toString('latin1'));
-    }
+    if (raw[i].length === 10 && raw[i].toLowerCase() === 'connection') extra = connectionTokens(raw[i + 1]);
   }
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i].toString('latin1');
+    const name = raw[i];
     const lower = name.toLowerCase();
     if (HOP_BY_HOP.has(lower) || extra?.has(lower)) continue;
-    const value = raw[i + 1].toString('latin1');
-    if (lower === 'content-type') contentType = value;
-    out.push(name, value);
+    if (lower === 'content-type') contentType = raw[i + 1];
+    out.push(name, raw[i + 1]);
   }
   return { headers: out, contentType };
 }

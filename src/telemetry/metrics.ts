@@ -24,6 +24,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     decisions: new Counter({ name: 'warmroute_route_decisions_total', help: 'Routing decisions by reason.', labelNames: ['reason'] as const, registers: r }),
     retries: new Counter({ name: 'warmroute_upstream_retries_total', help: 'Attempts abandoned before any response byte and retried on the next replica, by replica and cause.', labelNames: ['replica', 'cause'] as const, registers: r }),
     streamErrors: new Counter({ name: 'warmroute_stream_errors_total', help: 'Responses that failed after the first byte (ended with an error event), by replica and cause.', labelNames: ['replica', 'cause'] as const, registers: r }),
+    staleRetries: new Counter({ name: 'warmroute_upstream_stale_connection_retries_total', help: 'Requests sent again on a new connection to the same replica because it closed the idle keep-alive connection they were written on (nothing had been read).', registers: r }),
     clientAborts: new Counter({ name: 'warmroute_client_aborts_total', help: 'Client disconnects before the response ended (the upstream request is aborted).', labelNames: ['replica'] as const, registers: r }),
     replicaUp: new Gauge({ name: 'warmroute_replica_up', help: '1 when the replica takes traffic, 0 when marked down.', labelNames: ['replica'] as const, registers: r }),
     inflight: new Gauge({ name: 'warmroute_inflight', help: 'Requests open on each replica through this gateway.', labelNames: ['replica'] as const, registers: r }),
