@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ResolvedConfig } from '../config/schema.js';
 import { errorBody, errors, isWarmrouteError, writeError, type WarmrouteError } from '../errors.js';
@@ -131,11 +132,8 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
     const isLast = i + 1 >= maxAttempts;
     let resume: (() => void) | null = null;
     let headersWritten = false;
-    let corked = false;
-    const uncork = () => {
-      corked = false;
-      res.uncork();
-    };
+    // The client socket, corked while one upstream read is handed on (see onReadStart).
+    let corkedSocket: Socket | null = null;
 
     const handler: UpstreamHandler = {
       onConnect(abort) {
@@ -166,13 +164,6 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
       },
       onData(chunk) {
         const first = tap!.scan(chunk);
-        // Writes made in the same tick (several events in one read, the last event and the
-        // end of the stream) leave in one syscall: the socket is uncorked on the next tick.
-        if (!corked) {
-          corked = true;
-          res.cork();
-          process.nextTick(uncork);
-        }
         const flowing = res.write(chunk);
         if (first) clock.firstToken = nowMs();
         if (!flowing && resume) {
@@ -180,6 +171,20 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
           return false;
         }
         return true;
+      },
+      // Everything one upstream read carries (the head and first event, several events, the last
+      // event and the end) leaves in one syscall, at once when the read is handed on: no extra tick
+      // before the first token. Corked on the socket itself, so the uncork always balances.
+      onReadStart() {
+        const sock = res.socket;
+        if (sock && !sock.destroyed) {
+          sock.cork();
+          corkedSocket = sock;
+        }
+      },
+      onReadEnd() {
+        corkedSocket?.uncork();
+        corkedSocket = null;
       },
       onComplete() {
         clock.ended = nowMs();

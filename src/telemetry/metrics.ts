@@ -1,5 +1,6 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { ROUTE_REASONS } from '../routing/types.js';
+import { fastCounter, fastHistogram } from './fast-metrics.js';
 
 /** The hops of a request, in order; see DESIGN.md. */
 export const HOPS = ['parse', 'route', 'queue', 'connect', 'upstream_headers', 'upstream_first_token', 'stream'] as const;
@@ -17,11 +18,11 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
 
   const metrics = {
     registry,
-    hopDuration: new Histogram({ name: 'warmroute_hop_duration_seconds', help: 'Time spent in each hop of a request (parse, route, queue, connect, upstream_headers, upstream_first_token, stream). upstream_headers is part of upstream_first_token.', labelNames: ['hop'] as const, buckets: HOP_BUCKETS, registers: r }),
-    ttft: new Histogram({ name: 'warmroute_ttft_seconds', help: 'Request received → first token bytes written to the client.', labelNames: ['route'] as const, buckets: TTFT_BUCKETS, registers: r }),
-    overhead: new Histogram({ name: 'warmroute_gateway_overhead_seconds', help: 'Time to first token that is not the replica\'s own: parse + route + queue + connect (incl. failed attempts).', buckets: HOP_BUCKETS, registers: r }),
-    requests: new Counter({ name: 'warmroute_requests_total', help: 'Requests answered, by replica (or "none"), route reason and status class.', labelNames: ['replica', 'route', 'code'] as const, registers: r }),
-    decisions: new Counter({ name: 'warmroute_route_decisions_total', help: 'Routing decisions by reason.', labelNames: ['reason'] as const, registers: r }),
+    hopDuration: fastHistogram({ name: 'warmroute_hop_duration_seconds', help: 'Time spent in each hop of a request (parse, route, queue, connect, upstream_headers, upstream_first_token, stream). upstream_headers is part of upstream_first_token.', labelNames: ['hop'] as const, buckets: HOP_BUCKETS, registers: r }),
+    ttft: fastHistogram({ name: 'warmroute_ttft_seconds', help: 'Request received → first token bytes written to the client.', labelNames: ['route'] as const, buckets: TTFT_BUCKETS, registers: r }),
+    overhead: fastHistogram({ name: 'warmroute_gateway_overhead_seconds', help: 'Time to first token that is not the replica\'s own: parse + route + queue + connect (incl. failed attempts).', buckets: HOP_BUCKETS, registers: r }),
+    requests: fastCounter({ name: 'warmroute_requests_total', help: 'Requests answered, by replica (or "none"), route reason and status class.', labelNames: ['replica', 'route', 'code'] as const, registers: r }),
+    decisions: fastCounter({ name: 'warmroute_route_decisions_total', help: 'Routing decisions by reason.', labelNames: ['reason'] as const, registers: r }),
     retries: new Counter({ name: 'warmroute_upstream_retries_total', help: 'Attempts abandoned before any response byte and retried on the next replica, by replica and cause.', labelNames: ['replica', 'cause'] as const, registers: r }),
     streamErrors: new Counter({ name: 'warmroute_stream_errors_total', help: 'Responses that failed after the first byte (ended with an error event), by replica and cause.', labelNames: ['replica', 'cause'] as const, registers: r }),
     staleRetries: new Counter({ name: 'warmroute_upstream_stale_connection_retries_total', help: 'Requests sent again on a new connection to the same replica because it closed the idle keep-alive connection they were written on (nothing had been read).', registers: r }),
@@ -29,8 +30,8 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     replicaUp: new Gauge({ name: 'warmroute_replica_up', help: '1 when the replica takes traffic, 0 when marked down.', labelNames: ['replica'] as const, registers: r }),
     inflight: new Gauge({ name: 'warmroute_inflight', help: 'Requests open on each replica through this gateway.', labelNames: ['replica'] as const, registers: r }),
     queued: new Gauge({ name: 'warmroute_queued', help: 'Requests waiting for admission to each replica (limits.maxInflightPerReplica).', labelNames: ['replica'] as const, registers: r }),
-    promptTokens: new Counter({ name: 'warmroute_prompt_tokens_total', help: 'Prompt tokens reported by replicas in usage.', labelNames: ['replica'] as const, registers: r }),
-    cachedTokens: new Counter({ name: 'warmroute_cached_tokens_total', help: 'Prompt tokens the replica served from its prefix cache (usage.prompt_tokens_details.cached_tokens).', labelNames: ['replica'] as const, registers: r }),
+    promptTokens: fastCounter({ name: 'warmroute_prompt_tokens_total', help: 'Prompt tokens reported by replicas in usage.', labelNames: ['replica'] as const, registers: r }),
+    cachedTokens: fastCounter({ name: 'warmroute_cached_tokens_total', help: 'Prompt tokens the replica served from its prefix cache (usage.prompt_tokens_details.cached_tokens).', labelNames: ['replica'] as const, registers: r }),
     healthTransitions: new Counter({ name: 'warmroute_replica_state_changes_total', help: 'Replica up/down transitions, by cause.', labelNames: ['replica', 'to', 'cause'] as const, registers: r }),
     scrapeErrors: new Counter({ name: 'warmroute_replica_scrape_errors_total', help: 'Failed scrapes of a replica\'s /metrics or /v1/models; routing then uses stale load figures.', labelNames: ['replica', 'what'] as const, registers: r }),
     storeErrors: new Counter({ name: 'warmroute_store_errors_total', help: 'Shared session store (Redis) operations that failed or were skipped while it was unreachable, by operation; routing goes on from the local view.', labelNames: ['op'] as const, registers: r }),
@@ -46,10 +47,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-/**
- * Label-bound children of the per-request metrics, created once per label set: prom-client's
- * `observe(labels, v)` hashes the label object on every call, which showed in the profile.
- */
+/** The per-request metrics' series, looked up once per label set and then held. */
 export function createRequestMetrics(m: Metrics) {
   const hop = HOPS.map((h) => m.hopDuration.labels(h));
   const memo = <T>(make: (key: string) => T) => {

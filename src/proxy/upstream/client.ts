@@ -35,6 +35,9 @@ export interface UpstreamHandler {
   onHeaders(status: number, headers: string[], resume: () => void): boolean;
   /** Return false to stop reading until `resume` is called (the client is slower). */
   onData(chunk: Buffer): boolean;
+  /** Around the handling of one socket read: what it writes can leave in one syscall. */
+  onReadStart?(): void;
+  onReadEnd?(): void;
   onComplete(): void;
   onError(err: Error): void;
 }
@@ -208,12 +211,15 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
     const exchange: Exchange = {
       data(buf) {
         gotBytes = true;
+        h.onReadStart?.();
         try {
           parser!.execute(buf);
         } catch (e) {
           keepAlive = false;
           conn?.socket.destroy();
           end(e as Error);
+        } finally {
+          h.onReadEnd?.();
         }
       },
       closed(err) {

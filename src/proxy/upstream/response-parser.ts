@@ -35,7 +35,7 @@ export interface ResponseParser {
   readonly started: boolean;
 }
 
-const enum S { Head, Length, Close, ChunkSize, ChunkData, ChunkDataEnd, Trailers, Done }
+const enum S { Head, Length, Close, ChunkSize, ChunkExt, ChunkSizeEnd, ChunkData, ChunkDataEnd, Trailers, Done }
 
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 const STATUS_LINE = /^HTTP\/1\.([01]) (\d{3})(?: |$)/;
@@ -47,6 +47,8 @@ export function createResponseParser(ev: ParserEvents, opts: { maxHeadBytes: num
   let pending: Buffer | null = null;
   let remaining = 0;
   let line = '';
+  let digits = 0;
+  let extBytes = 0;
   let trailing = false;
   let started = false;
 
@@ -189,15 +191,35 @@ export function createResponseParser(ev: ParserEvents, opts: { maxHeadBytes: num
             if (!ev.onBody(slice)) { state = S.Done; return; }
             break;
           }
+          // The size line, byte by byte: it is read once per event of a stream, so no strings.
           case S.ChunkSize: {
-            const past = readLine(buf, at);
-            if (past < 0) return;
-            at = past;
-            const semi = line.indexOf(';');
-            const hex = (semi < 0 ? line : line.slice(0, semi)).trim();
-            line = '';
-            if (!/^[0-9a-fA-F]{1,12}$/.test(hex)) fail(`chunk size ${JSON.stringify(hex.slice(0, 16))}`);
-            remaining = parseInt(hex, 16);
+            const c = buf[at++];
+            const d = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : -1;
+            if (d >= 0) {
+              if (++digits > 12) fail('chunk size over 12 hex digits');
+              remaining = remaining * 16 + d;
+              break;
+            }
+            if (digits === 0) fail(`chunk size starts with byte ${c}`);
+            if (c === 13) state = S.ChunkSizeEnd;
+            else if (c === 10) state = remaining === 0 ? S.Trailers : S.ChunkData;
+            else if (c === 59 || c === 32 || c === 9) state = S.ChunkExt;
+            else fail(`byte ${c} in a chunk size`);
+            break;
+          }
+          case S.ChunkExt: {
+            // Chunk extensions mean nothing to a proxy: skipped to the end of the line.
+            const nl = buf.indexOf(10, at);
+            extBytes += (nl < 0 ? buf.length : nl) - at;
+            if (extBytes > MAX_LINE) fail('chunk extension too long');
+            if (nl < 0) return;
+            at = nl + 1;
+            extBytes = 0;
+            state = remaining === 0 ? S.Trailers : S.ChunkData;
+            break;
+          }
+          case S.ChunkSizeEnd: {
+            if (buf[at++] !== 10) fail('CR without LF after a chunk size');
             state = remaining === 0 ? S.Trailers : S.ChunkData;
             break;
           }
@@ -212,8 +234,10 @@ export function createResponseParser(ev: ParserEvents, opts: { maxHeadBytes: num
           }
           case S.ChunkDataEnd: {
             const c = buf[at++];
-            if (c === 10) state = S.ChunkSize;
-            else if (c !== 13) fail('missing CRLF after chunk data');
+            if (c === 10) {
+              state = S.ChunkSize;
+              digits = 0;
+            } else if (c !== 13) fail('missing CRLF after chunk data');
             break;
           }
           case S.Trailers: {
