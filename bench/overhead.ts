@@ -1,9 +1,12 @@
 /**
  * npm run bench:overhead — what does the gateway add to time-to-first-token?
- * Same simple upstream, same client, one run: direct vs through warmroute, and three references:
- * a bare node:http+undici proxy (the Node floor), a naive fastify+reply-from proxy, and nginx
- * (hash $http_x_session_id consistent) when installed; at concurrency 1 and 50, streaming.
- * Also the CPU each target spends per request (/proc). Writes bench/out/overhead.{json,md}.
+ * Same simple upstream, same client, one run: direct vs through warmroute, and references: three
+ * Node floors (node:http + undici, node:http + a raw socket, a bare TCP pipe), a naive
+ * fastify+reply-from proxy, and nginx (hash $http_x_session_id consistent) when installed; at
+ * concurrency 1 and 50, streaming. Concurrency 1 is measured twice: steady (blocks of requests to
+ * one target, as a `wrk -c1` run would) and interleaved (one request per target in turn, so each
+ * request finds the target idle and its caches cold after the others ran). Also the CPU each
+ * target spends per request (/proc). Writes bench/out/overhead.{json,md}.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -13,11 +16,12 @@ import { cpuSecondsOf } from './lib/cpu.js';
 import { fmt, percentiles, type Percentiles } from './lib/percentiles.js';
 import { histogramQuantile } from './lib/prom.js';
 import { benchBody, closedLoop, ttftOnce } from './overhead/load.js';
-import { nginxPath, startNaive, startNginx, startRawNode, startUpstream, startWarmroute, type Target } from './overhead/targets.js';
+import { nginxPath, startNaive, startNginx, startRawNode, startSocketProxy, startTcpPipe, startUpstream, startWarmroute, type Target } from './overhead/targets.js';
 
 const { values: args } = parseArgs({
   options: {
     requests: { type: 'string', default: '600' },
+    block: { type: 'string', default: '50' },
     'requests-50': { type: 'string', default: '4000' },
     rounds: { type: 'string', default: '4' },
     'body-kb': { type: 'string', default: '8' },
@@ -28,6 +32,7 @@ const { values: args } = parseArgs({
   },
 });
 const N1 = Number(args.requests);
+const BLOCK = Math.max(1, Number(args.block));
 const N50 = Number(args['requests-50']);
 const ROUNDS = Number(args.rounds);
 const body = benchBody(Number(args['body-kb']));
@@ -35,7 +40,11 @@ const progress = (s: string) => process.stderr.write(`\r\x1b[K${s}`);
 
 const upstream = await startUpstream();
 const targets: Target[] = [upstream, await startWarmroute(upstream.url, ['--log-level', 'info'])];
-if (!args['no-raw']) targets.push(await startRawNode(upstream.url));
+if (!args['no-raw']) {
+  targets.push(await startRawNode(upstream.url));
+  targets.push(await startSocketProxy(upstream.url));
+  targets.push(await startTcpPipe(upstream.url));
+}
 if (!args['no-naive']) targets.push(await startNaive(upstream.url));
 const nginx = args['no-nginx'] ? null : nginxPath();
 if (nginx) targets.push(await startNginx(nginx, upstream.url));
@@ -44,6 +53,7 @@ else if (!args['no-nginx']) process.stderr.write('nginx not installed: the C ref
 const pools1 = new Map(targets.map((t) => [t.name, new Pool(t.url, { connections: 1 })]));
 const pools50 = new Map(targets.map((t) => [t.name, new Pool(t.url, { connections: 50 })]));
 const c1 = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+const c1Steady = new Map<string, number[]>(targets.map((t) => [t.name, []]));
 const c50 = new Map<string, number[]>(targets.map((t) => [t.name, []]));
 // CPU seconds per request of each target's own process(es) during the concurrency-50 blocks;
 // for "direct" that is the upstream itself.
@@ -55,7 +65,16 @@ try {
     for (let i = 0; i < 200; i++) await ttftOnce(pools1.get(t.name)!, body, 'warm');
     await closedLoop(pools50.get(t.name)!, body, 50, 500, 'warm');
   }
-  // Concurrency 1: interleaved one request at a time, so drift and noise hit every target alike.
+  // Concurrency 1, steady: blocks of BLOCK requests per target, rotated, so drift and noise hit
+  // every target alike while each block runs on a warm target.
+  for (let b = 0; b < Math.ceil(N1 / BLOCK); b++) {
+    progress(`concurrency 1, steady: ${b * BLOCK}/${N1}`);
+    for (let k = 0; k < targets.length; k++) {
+      const t = targets[(b + k) % targets.length];
+      for (let j = 0; j < BLOCK; j++) c1Steady.get(t.name)!.push(await ttftOnce(pools1.get(t.name)!, body, `c1-${j % 7}`));
+    }
+  }
+  // Concurrency 1, interleaved: one request per target in turn.
   for (let i = 0; i < N1; i++) {
     if (i % 50 === 0) progress(`concurrency 1: ${i}/${N1}`);
     for (let k = 0; k < targets.length; k++) {
@@ -84,22 +103,25 @@ try {
     overheadP99Ms: (histogramQuantile(metricsText, 'warmroute_gateway_overhead_seconds', 0.99) ?? NaN) * 1000,
   };
 
-  const rows: { concurrency: number; target: string; ttft: Percentiles; added: { p50: number; p90: number; p99: number } | null }[] = [];
-  for (const [conc, data] of [[1, c1], [50, c50]] as const) {
+  const rows: { concurrency: number | string; target: string; ttft: Percentiles; added: { p50: number; p90: number; p99: number } | null }[] = [];
+  for (const [conc, data] of [['1 steady', c1Steady], ['1 interleaved', c1], [50, c50]] as const) {
     const direct = percentiles(data.get('direct')!);
     for (const t of targets) {
       const p = percentiles(data.get(t.name)!);
       rows.push({ concurrency: conc, target: t.name, ttft: p, added: t.name === 'direct' ? null : { p50: p.p50 - direct.p50, p90: p.p90 - direct.p90, p99: p.p99 - direct.p99 } });
     }
   }
-  const added = (conc: number, name: string) => rows.find((r) => r.concurrency === conc && r.target === name)?.added ?? null;
-  const wr1 = added(1, 'warmroute')!;
+  const added = (conc: number | string, name: string) => rows.find((r) => r.concurrency === conc && r.target === name)?.added ?? null;
+  const wr1 = added('1 steady', 'warmroute')!;
+  const wr1i = added('1 interleaved', 'warmroute')!;
   const wr50 = added(50, 'warmroute')!;
   const ng50 = added(50, 'nginx');
   const goals = {
     addedP50AtC1Ms: wr1.p50,
     addedP50AtC1Goal: 0.5,
     addedP50AtC1Met: wr1.p50 <= 0.5,
+    addedP50AtC1InterleavedMs: wr1i.p50,
+    addedP50AtC1InterleavedMet: wr1i.p50 <= 0.5,
     addedP99AtC50Ms: wr50.p99,
     nginxAddedP99AtC50Ms: ng50?.p99 ?? null,
     p99RatioToNginx: ng50 && ng50.p99 > 0 ? wr50.p99 / ng50.p99 : null,
@@ -115,7 +137,7 @@ try {
     `# Gateway overhead (${new Date().toISOString()})`,
     '',
     `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}. Request body ${args['body-kb']} KiB, streaming, client TTFT = request sent → first content chunk.`,
-    `Requests per target: ${N1} at concurrency 1 (interleaved), ${N50} at concurrency 50 (${ROUNDS} rotated rounds).`,
+    `Requests per target: ${N1} at concurrency 1 steady (rotated blocks of ${BLOCK}), ${N1} at concurrency 1 interleaved (one per target in turn), ${N50} at concurrency 50 (${ROUNDS} rotated rounds).`,
     '',
     '| concurrency | target | TTFT p50 ms | p90 | p99 | added p50 ms | added p90 | added p99 | CPU µs/request |',
     '|---:|---|---:|---:|---:|---:|---:|---:|---:|',
@@ -123,7 +145,7 @@ try {
     '',
     `warmroute's own account (warmroute_gateway_overhead_seconds, all requests incl. warm-up): p50 ${fmt(selfReported.overheadP50Ms, 3)} ms, p99 ${fmt(selfReported.overheadP99Ms, 3)} ms.`,
     '',
-    `Goal: added p50 at concurrency 1 ≤ 0.5 ms → ${fmt(wr1.p50, 3)} ms (${goals.addedP50AtC1Met ? 'met' : 'NOT met'}).`,
+    `Goal: added p50 at concurrency 1 ≤ 0.5 ms → steady ${fmt(wr1.p50, 3)} ms (${goals.addedP50AtC1Met ? 'met' : 'NOT met'}), interleaved ${fmt(wr1i.p50, 3)} ms (${goals.addedP50AtC1InterleavedMet ? 'met' : 'NOT met'}).`,
     !ng50
       ? 'Goal vs nginx: nginx not installed, not measured.'
       : ng50.p99 > 0
@@ -132,7 +154,7 @@ try {
   ];
   const report = lines.join('\n');
   mkdirSync(args.out, { recursive: true });
-  writeFileSync(`${args.out}/overhead.json`, JSON.stringify({ when: new Date().toISOString(), node: process.version, cpus: cpus().length, args, rows, selfReported, goals, cpuMicrosPerRequest: Object.fromEntries([...cpuPerReq].map(([k, v]) => [k, v * 1e6])), raw: { c1: Object.fromEntries(c1), c50: Object.fromEntries(c50) } }, null, 1));
+  writeFileSync(`${args.out}/overhead.json`, JSON.stringify({ when: new Date().toISOString(), node: process.version, cpus: cpus().length, args, rows, selfReported, goals, cpuMicrosPerRequest: Object.fromEntries([...cpuPerReq].map(([k, v]) => [k, v * 1e6])), raw: { c1Steady: Object.fromEntries(c1Steady), c1Interleaved: Object.fromEntries(c1), c50: Object.fromEntries(c50) } }, null, 1));
   writeFileSync(`${args.out}/overhead.md`, `${report}\n`);
   process.stdout.write(`${report}\n\nwrote ${args.out}/overhead.json and ${args.out}/overhead.md\n`);
 } finally {

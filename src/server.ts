@@ -109,7 +109,11 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   // Routing state as gauges, computed when Prometheus scrapes rather than per request.
   const beforeScrape = () => {
     const pins = router.pinsByReplica();
-    for (const r of registry.replicas) metrics.sessionsPinned.set({ replica: r.name }, pins.get(r.name) ?? 0);
+    for (const r of registry.replicas) {
+      metrics.sessionsPinned.set({ replica: r.name }, pins.get(r.name) ?? 0);
+      // In flight is read here rather than set per request: a labelled gauge set hashes its labels.
+      metrics.inflight.set({ replica: r.name }, r.inflight);
+    }
     const st = router.stats?.();
     if (st) metrics.prefixEntries.set(st.prefixEntries);
   };

@@ -59,17 +59,18 @@ export async function startWarmroute(upstream: string, extra: string[] = []): Pr
   return { name: 'warmroute', url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${admin}`, child };
 }
 
-export async function startNaive(upstream: string): Promise<Target> {
+export const startNaive = (upstream: string) => startScript('fastify+reply-from', 'bench/overhead/naive-proxy.ts', upstream);
+
+async function startScript(name: string, script: string, upstream: string): Promise<Target> {
   const port = await freePort();
-  const child = await startChild(process.execPath, [...TSX, 'bench/overhead/naive-proxy.ts', '--port', String(port), '--upstream', upstream], /listening/);
-  return { name: 'fastify+reply-from', url: `http://127.0.0.1:${port}`, child };
+  const child = await startChild(process.execPath, [...TSX, script, '--port', String(port), '--upstream', upstream], /listening/);
+  return { name, url: `http://127.0.0.1:${port}`, child };
 }
 
-export async function startRawNode(upstream: string): Promise<Target> {
-  const port = await freePort();
-  const child = await startChild(process.execPath, [...TSX, 'bench/overhead/raw-proxy.ts', '--port', String(port), '--upstream', upstream], /listening/);
-  return { name: 'raw node proxy', url: `http://127.0.0.1:${port}`, child };
-}
+/** The Node references, cheapest last: node:http + undici, node:http + raw socket, a TCP pipe. */
+export const startRawNode = (upstream: string) => startScript('node:http+undici', 'bench/overhead/raw-proxy.ts', upstream);
+export const startSocketProxy = (upstream: string) => startScript('node:http+socket', 'bench/overhead/socket-proxy.ts', upstream);
+export const startTcpPipe = (upstream: string) => startScript('node tcp pipe', 'bench/overhead/tcp-pipe.ts', upstream);
 
 export function nginxPath(): string | null {
   for (const p of ['/usr/sbin/nginx', '/usr/bin/nginx', '/usr/local/sbin/nginx']) {

@@ -4,7 +4,7 @@ import { errors } from '../errors.js';
 
 /**
  * Per-replica admission: at most `max` requests open on a replica; the rest wait FIFO, up to
- * `timeoutMs`. With max = 0 nothing waits. Owns ReplicaState.inflight and the inflight gauge.
+ * `timeoutMs`. With max = 0 nothing waits. Owns ReplicaState.inflight (the inflight gauge reads it at scrape time) and the queued gauge.
  */
 export interface Admission {
   /** null when admitted at once (the common path: no promise, no await); else a wait. */
@@ -19,7 +19,6 @@ export function createAdmission(max: number, timeoutMs: number, metrics: Metrics
 
   function admit(r: ReplicaState) {
     r.inflight++;
-    metrics.inflight.set({ replica: r.name }, r.inflight);
   }
 
   return {
@@ -47,7 +46,6 @@ export function createAdmission(max: number, timeoutMs: number, metrics: Metrics
     },
     release(r) {
       r.inflight--;
-      metrics.inflight.set({ replica: r.name }, r.inflight);
       const q = queues.get(r.name);
       const next = q?.shift();
       if (next) {
