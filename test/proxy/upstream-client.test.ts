@@ -1,6 +1,11 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { createUpstreamClient, type UpstreamClient, type UpstreamRequest } from '../../src/proxy/upstream/client.js';
 
@@ -205,5 +210,26 @@ describe('upstream client', () => {
     assert.equal((await run(client, { origin })).error?.code, 'WR_CLIENT_CLOSED');
     assert.equal((await pending).body, 'late');
     await closing;
+  });
+
+  it('speaks TLS to an https replica (verified against the given CA) and keeps the connection', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'warmroute-tls-'));
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
+      '-addext', 'subjectAltName=DNS:localhost', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+    const cert = readFileSync(join(dir, 'cert.pem'));
+    const { origin, sockets } = await listen(createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (req, res) => {
+      req.resume();
+      req.on('end', () => res.end('secure'));
+    }));
+    const httpsOrigin = origin.replace('http://127.0.0.1', 'https://localhost');
+    const trusted = createUpstreamClient({ connectTimeoutMs: 2_000, tls: { ca: cert } });
+    assert.equal((await run(trusted, { origin: httpsOrigin })).body, 'secure');
+    assert.equal((await run(trusted, { origin: httpsOrigin })).body, 'secure');
+    assert.equal(sockets.length, 1);
+    await trusted.close();
+    const untrusting = createUpstreamClient({ connectTimeoutMs: 2_000 });
+    const r = await run(untrusting, { origin: httpsOrigin });
+    assert.match(r.error?.code ?? '', /SELF_SIGNED|UNABLE_TO_VERIFY/);
+    await untrusting.close();
   });
 });

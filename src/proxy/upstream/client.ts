@@ -7,8 +7,8 @@
 // (0.65 vs 1.02 ms with the targets interleaved); see docs/design-notes.md. undici still serves
 // the gateway's own calls (health probes, /metrics scrapes, /v1/models), which are off the hot path.
 
-import { connect as netConnect, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { isIP, connect as netConnect, type Socket } from 'node:net';
+import { connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import { createResponseParser, type ResponseHead, type ResponseParser } from './response-parser.js';
 
 export interface UpstreamRequest {
@@ -60,6 +60,8 @@ export interface UpstreamClientOptions {
    */
   keepAliveMs?: number;
   maxHeadBytes?: number;
+  /** For https replicas: extra TLS options (a private CA, client certificates). */
+  tls?: Omit<ConnectionOptions, 'host' | 'port' | 'servername' | 'ALPNProtocols'>;
   /** A reused connection that closed before any response byte was retried once on a new one. */
   onStaleRetry?(origin: string): void;
 }
@@ -120,7 +122,7 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
 
   function openConn(o: Origin): Conn {
     const socket: Socket = o.tls
-      ? tlsConnect({ host: o.host, port: o.port, servername: o.host, ALPNProtocols: ['http/1.1'] })
+      ? tlsConnect({ ...opts.tls, host: o.host, port: o.port, ...(isIP(o.host) ? {} : { servername: o.host }), ALPNProtocols: ['http/1.1'] })
       : netConnect({ host: o.host, port: o.port });
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 60_000);
