@@ -29,6 +29,20 @@ function labelObject(names: readonly string[], values: readonly string[]): Recor
   return o;
 }
 
+/** One series per label set, made on first use. */
+function seriesTable<S>(labelNames: readonly string[], make: (labels: Record<string, string>) => S) {
+  const series = new Map<string, S>();
+  return {
+    of(values: readonly string[]): S {
+      const key = values.join('\u0000');
+      let s = series.get(key);
+      if (s === undefined) series.set(key, (s = make(labelObject(labelNames, values))));
+      return s;
+    },
+    all: () => series.values(),
+  };
+}
+
 function register(metric: RegistryMetric, registers: readonly Registry[]) {
   // prom-client's registry takes any object with a name and get(): see Registry.registerMetric.
   for (const r of registers) r.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);
@@ -44,31 +58,25 @@ export function fastHistogram(cfg: { name: string; help: string; labelNames?: re
   const bounds = Float64Array.from(cfg.buckets);
   const labelNames = cfg.labelNames ?? [];
   interface Series extends HistogramSeries { readonly labels: Record<string, string>; counts: Float64Array; sum: number; count: number }
-  const series = new Map<string, Series>();
-
-  function seriesOf(values: readonly string[]): Series {
-    const key = values.join('\u0000');
-    let s = series.get(key);
-    if (s === undefined) {
-      const made: Series = {
-        labels: labelObject(labelNames, values),
-        counts: new Float64Array(bounds.length),
-        sum: 0,
-        count: 0,
-        observe(v: number) {
-          if (!Number.isFinite(v)) return;
-          made.sum += v;
-          made.count++;
-          // Buckets are few and most values land in the first ones.
-          for (let i = 0; i < bounds.length; i++) {
-            if (v <= bounds[i]) { made.counts[i]++; break; }
-          }
-        },
-      };
-      series.set(key, (s = made));
-    }
-    return s;
-  }
+  const series = seriesTable<Series>(labelNames, (labels) => {
+    const made: Series = {
+      labels,
+      counts: new Float64Array(bounds.length),
+      sum: 0,
+      count: 0,
+      observe(v: number) {
+        if (!Number.isFinite(v)) return;
+        made.sum += v;
+        made.count++;
+        // Buckets are few and most values land in the first ones.
+        for (let i = 0; i < bounds.length; i++) {
+          if (v <= bounds[i]) { made.counts[i]++; break; }
+        }
+      },
+    };
+    return made;
+  });
+  const seriesOf = series.of;
 
   const metric: RegistryMetric & FastHistogram = {
     name: cfg.name,
@@ -79,7 +87,7 @@ export function fastHistogram(cfg: { name: string; help: string; labelNames?: re
     observe: (v) => seriesOf([]).observe(v),
     async get() {
       const values: MetricValue[] = [];
-      for (const s of series.values()) {
+      for (const s of series.all()) {
         // le first, then the series' labels: prom-client's order, so the text is the same.
         let cumulative = 0;
         for (let i = 0; i < bounds.length; i++) {
@@ -93,7 +101,7 @@ export function fastHistogram(cfg: { name: string; help: string; labelNames?: re
       return { name: cfg.name, help: cfg.help, type: 'histogram', values, aggregator: 'sum' };
     },
     reset() {
-      for (const s of series.values()) { s.counts.fill(0); s.sum = 0; s.count = 0; }
+      for (const s of series.all()) { s.counts.fill(0); s.sum = 0; s.count = 0; }
     },
   };
   // An unlabelled histogram shows its (empty) series from the start, as prom-client's does.
@@ -111,24 +119,18 @@ export interface FastCounter {
 
 export function fastCounter(cfg: { name: string; help: string; labelNames: readonly string[]; registers: readonly Registry[] }): FastCounter {
   interface Series extends CounterSeries { readonly labels: Record<string, string>; value: number }
-  const series = new Map<string, Series>();
-
-  function seriesOf(values: readonly string[]): Series {
-    const key = values.join('\u0000');
-    let s = series.get(key);
-    if (s === undefined) {
-      const made: Series = {
-        labels: labelObject(cfg.labelNames, values),
-        value: 0,
-        inc(by = 1) {
-          if (!(by >= 0) || !Number.isFinite(by)) throw new Error(`counter ${cfg.name}: increment by ${by}`);
-          made.value += by;
-        },
-      };
-      series.set(key, (s = made));
-    }
-    return s;
-  }
+  const series = seriesTable<Series>(cfg.labelNames, (labels) => {
+    const made: Series = {
+      labels,
+      value: 0,
+      inc(by = 1) {
+        if (!(by >= 0) || !Number.isFinite(by)) throw new Error(`counter ${cfg.name}: increment by ${by}`);
+        made.value += by;
+      },
+    };
+    return made;
+  });
+  const seriesOf = series.of;
 
   const metric: RegistryMetric & FastCounter = {
     name: cfg.name,
@@ -138,10 +140,10 @@ export function fastCounter(cfg: { name: string; help: string; labelNames: reado
     labels: (...values) => seriesOf(values),
     inc: (labels, by) => seriesOf(cfg.labelNames.map((n) => labels[n] ?? '')).inc(by),
     async get() {
-      return { name: cfg.name, help: cfg.help, type: 'counter', values: [...series.values()].map((s) => ({ labels: s.labels, value: s.value })), aggregator: 'sum' };
+      return { name: cfg.name, help: cfg.help, type: 'counter', values: [...series.all()].map((s) => ({ labels: s.labels, value: s.value })), aggregator: 'sum' };
     },
     reset() {
-      for (const s of series.values()) s.value = 0;
+      for (const s of series.all()) s.value = 0;
     },
   };
   register(metric, cfg.registers);
