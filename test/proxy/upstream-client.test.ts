@@ -162,6 +162,16 @@ describe('upstream client', () => {
     await client.close();
   });
 
+  it('bytes after the end of a response: that connection is not reused', async () => {
+    const { origin, sockets } = await listen(createNetServer((s) => s.on('data', () => s.write('HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokGARBAGE'))));
+    const client = createUpstreamClient({ connectTimeoutMs: 1_000 });
+    assert.equal((await run(client, { origin })).body, 'ok');
+    assert.equal((await run(client, { origin })).body, 'ok');
+    assert.equal(sockets.length, 2);
+    assert.deepEqual(client.connections()[origin], { busy: 0, idle: 0 });
+    await client.close();
+  });
+
   it('abort mid-body closes the connection at once and ends the exchange with the abort error', async () => {
     let closedAt = 0;
     const { origin } = await listen(createHttpServer((req, res) => {

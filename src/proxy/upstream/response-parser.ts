@@ -30,7 +30,7 @@ export interface ResponseParser {
   execute(buf: Buffer): void;
   /** The connection closed: true when that completes the response (a close-delimited body). */
   eof(): boolean;
-  /** Bytes arrived after the end of the response (a connection we must not reuse). */
+  /** Bytes arrived after the end of the response (a connection we must not reuse); set before onEnd. */
   readonly trailing: boolean;
   readonly started: boolean;
 }
@@ -173,7 +173,7 @@ export function createResponseParser(ev: ParserEvents, opts: { maxHeadBytes: num
             if (past === -1) return;
             if (past === -2) { state = S.Done; return; }
             at = past;
-            if ((state as S) === S.Done) { ev.onEnd(); if (at < buf.length) trailing = true; return; }
+            if ((state as S) === S.Done) { trailing = at < buf.length; ev.onEnd(); return; }
             break;
           }
           case S.Length: {
@@ -182,7 +182,7 @@ export function createResponseParser(ev: ParserEvents, opts: { maxHeadBytes: num
             const slice = at === 0 && take === buf.length ? buf : buf.subarray(at, at + take);
             at += take;
             if (!ev.onBody(slice)) { state = S.Done; return; }
-            if (remaining === 0) { state = S.Done; ev.onEnd(); if (at < buf.length) trailing = true; return; }
+            if (remaining === 0) { state = S.Done; trailing = at < buf.length; ev.onEnd(); return; }
             break;
           }
           case S.Close: {
@@ -248,8 +248,8 @@ export function createResponseParser(ev: ParserEvents, opts: { maxHeadBytes: num
             line = '';
             if (empty) {
               state = S.Done;
+              trailing = at < buf.length;
               ev.onEnd();
-              if (at < buf.length) trailing = true;
               return;
             }
             break;
