@@ -9,7 +9,7 @@ export interface HopClock {
   parsed: number;
   routed: number;
   admitted: number;
-  /** Request fully written to the replica (connection acquired, headers + body sent). */
+  /** Connection to the replica acquired (or opened) and the request written to it. */
   sent: number;
   upstreamHeaders: number;
   firstToken: number;

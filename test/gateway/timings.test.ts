@@ -84,4 +84,23 @@ describe('per-hop time accounting', () => {
     const raw = JSON.stringify(lines);
     assert.ok(!raw.includes('4242') && !raw.includes('secret-session'));
   });
+
+  // Last: its request would change the counts the tests above read.
+  it('a replica slow to read a large body: its time is upstream_headers, not the gateway\'s connect', async () => {
+    const res = await fetch(`${env.g.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-session-id': 'big-body', 'x-fixture-read-delay-ms': '300' },
+      // 4 MB: well past the loopback socket buffers, so the write cannot complete until the replica reads.
+      body: chatBody({}, 'x'.repeat(4 * 1024 * 1024)),
+    });
+    assert.equal(res.status, 200);
+    await res.text();
+    const st = Object.fromEntries(res.headers.get('server-timing')!.split(', ').map((p) => {
+      const [name, dur] = p.split(';dur=');
+      return [name, Number(dur)];
+    }));
+    assert.ok(st.connect < 150, `connect ${st.connect} ms holds only the gateway's part`);
+    assert.ok(st.upstream_headers >= 250, `upstream_headers ${st.upstream_headers} ms holds the replica's late read`);
+  });
+
 });

@@ -5,6 +5,7 @@
  *   x-fixture-gap-ms: delay before each content chunk (default 0)
  *   x-fixture-die-after: destroy the socket after this many content chunks
  *   x-fixture-status: answer with this status and an error body instead
+ *   x-fixture-read-delay-ms: leave the request body unread this long (a busy replica)
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -71,6 +72,12 @@ export async function startFixture(name = 'fixture'): Promise<FixtureUpstream> {
   const self: FixtureUpstream = { name, url: '', port: 0, seen: [], aborts: [], close: async () => {} };
   const server = createServer((req, res) => {
     const parts: Buffer[] = [];
+    const readDelay = Number(req.headers['x-fixture-read-delay-ms'] ?? 0);
+    if (readDelay > 0) {
+      // Paused before a data listener exists, so adding one does not start the flow.
+      req.pause();
+      setTimeout(() => req.resume(), readDelay);
+    }
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', () => {
       const body = Buffer.concat(parts);

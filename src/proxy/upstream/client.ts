@@ -29,7 +29,7 @@ export interface UpstreamRequest {
 export interface UpstreamHandler {
   /** At once, before anything is sent: `abort` ends the exchange with that error. */
   onConnect(abort: (err: Error) => void): void;
-  /** Head and body handed to the kernel. */
+  /** Head and body written to a connected socket (the kernel may still be taking a large body). */
   onRequestSent(): void;
   /** Return false after aborting; `resume` restarts reading after onData returned false. */
   onHeaders(status: number, headers: string[], resume: () => void): boolean;
@@ -304,15 +304,19 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
       const body = req.body;
       if (body !== null || req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH') head += `content-length: ${body?.length ?? 0}\r\n`;
       head += '\r\n';
-      const sent = () => { if (!finished && conn === c) h.onRequestSent(); };
       if (body !== null && body.length > 0) {
         c.socket.cork();
         c.socket.write(head, 'latin1');
-        c.socket.write(body, sent);
+        c.socket.write(body);
         c.socket.uncork();
       } else {
-        c.socket.write(head, 'latin1', sent);
+        c.socket.write(head, 'latin1');
       }
+      // "Sent" is when the request is handed to a connected socket, not when the kernel has taken
+      // all of it: a body larger than the socket buffer goes out as fast as the replica reads,
+      // and that wait is the replica's time (upstream_*), not the gateway's (connect).
+      if (!c.socket.connecting) h.onRequestSent();
+      else c.socket.once(o.tls ? 'secureConnect' : 'connect', () => { if (!finished && conn === c) h.onRequestSent(); });
     }
 
     start(takeIdle(o));
