@@ -3,6 +3,7 @@
 
 import type { BenchResult } from '../voice/bench.js';
 import { cdf } from '../voice/stats.js';
+import { viaGateway } from '../voice/oracle.js';
 import { HOP_NAMES } from '../voice/summary.js';
 import { legend, lineChart, niceTicks, stackedBars } from './svg.js';
 
@@ -11,11 +12,12 @@ export const COLORS: Record<string, string> = {
   'least-loaded': '#edae49',
   'session-hash': '#8e6cbf',
   affinity: '#00798c',
+  oracle: '#30343f',
 };
 const HOP_COLORS: Record<string, string> = {
   parse: '#264653', route: '#2a9d8f', queue: '#8ab17d', connect: '#e9c46a', upstream_headers: '#f4a261', first_token: '#e76f51',
 };
-export const NAMES: Record<string, string> = { affinity: 'warmroute (affinity)' };
+export const NAMES: Record<string, string> = { affinity: 'warmroute (affinity)', oracle: 'oracle (i mod R, no gateway)' };
 
 const colorOf = (s: string) => COLORS[s] ?? '#555';
 const nameOf = (s: string) => NAMES[s] ?? s;
@@ -36,10 +38,11 @@ export function ttftCdf(r: BenchResult): string {
     width: W, height: 360,
     x: { min: lo, max: hi, log: true, label: 'client TTFT, ms (log scale)', ticks, format: (v) => (v >= 1000 ? `${v / 1000}s` : `${v}`) },
     y: { min: 0, max: 1, label: 'share of requests ≤ x', ticks: [0, 0.25, 0.5, 0.75, 0.9, 1], format: (v) => `${Math.round(v * 100)}%` },
-    series: by.map((b) => ({ name: nameOf(b.s), color: colorOf(b.s), points: cdf(b.ttfts).map((p) => ({ x: p.x, y: p.p })), step: true, width: b.s === 'affinity' ? 3 : 2 })),
+    // The oracle dashed: a reference to read the routers against, not one of them.
+    series: by.map((b) => ({ name: nameOf(b.s), color: colorOf(b.s), points: cdf(b.ttfts).map((p) => ({ x: p.x, y: p.p })), step: true, width: b.s === 'affinity' ? 3 : 2, dash: !viaGateway(b.s) })),
     marks: [{ x: r.params.budgetMs, label: `${r.params.budgetMs} ms budget` }],
   });
-  return chart + legend(by.map((b) => ({ name: nameOf(b.s), color: colorOf(b.s) })));
+  return chart + legend(by.map((b) => ({ name: nameOf(b.s), color: colorOf(b.s), dash: !viaGateway(b.s) })));
 }
 
 export function perTurn(r: BenchResult): string {
@@ -77,7 +80,8 @@ export function gatewayHops(r: BenchResult): string {
     width: W,
     unit: 'µs',
     digits: 0,
-    rows: r.summaries.map((s) => ({
+    // A strategy with no gateway has no hops: a row of zeros would read as a free gateway.
+    rows: r.summaries.filter((s) => viaGateway(s.strategy)).map((s) => ({
       label: nameOf(s.strategy),
       segments: ['parse', 'route', 'queue', 'connect'].map((h) => ({ name: h, value: (s.hopsMeanMs[h] ?? 0) * 1000, color: HOP_COLORS[h] })),
     })),

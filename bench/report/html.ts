@@ -1,8 +1,9 @@
 // The voice bench as one self-contained HTML page: inline CSS and SVG, no script, no external asset.
 
 import type { BenchResult } from '../voice/bench.js';
-import type { Goal } from '../voice/goals.js';
-import { paramsLine } from '../voice/markdown.js';
+import { checkReferences, type Goal, type Reference } from '../voice/goals.js';
+import { NO_GATEWAY, ORACLE_NOTE, paramsLine } from '../voice/markdown.js';
+import { viaGateway } from '../voice/oracle.js';
 import type { StrategySummary } from '../voice/summary.js';
 import { COLORS, gatewayHops, hopBreakdown, NAMES, perTurn, ttftCdf } from './charts.js';
 import { esc } from './svg.js';
@@ -20,7 +21,8 @@ table.keys td:last-child{white-space:normal;text-align:left}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
 ul.goals{list-style:none;padding:0;margin:0}ul.goals li{margin:6px 0;padding:8px 10px;border-radius:6px;background:#fff;border:1px solid #e1e1e1}
 .badge{display:inline-block;min-width:92px;text-align:center;font-weight:700;border-radius:4px;padding:1px 8px;margin-right:10px;color:#fff}
-.met{background:#2a9d5c}.not{background:#c8372d}.na{background:#888}
+.met{background:#2a9d5c}.not{background:#c8372d}.na{background:#888}.ref{background:#30343f}
+tr.ref td{font-style:italic}
 .chart{background:#fff;border:1px solid #e1e1e1;border-radius:6px;padding:8px;margin:10px 0}
 svg{max-width:100%;height:auto;font-family:inherit}
 .title{font-size:15px;font-weight:600;fill:#1d2327}.tick{font-size:11.5px;fill:#555}.axis{font-size:12.5px;fill:#333}.label{font-size:12.5px;fill:#1d2327}
@@ -35,7 +37,8 @@ const pct = (v: number | null | undefined) => (v === null || v === undefined ? '
 function table(ss: readonly StrategySummary[], head: string[], cells: (s: StrategySummary) => string[], cls = ''): string {
   const rows = ss.map((s) => {
     const name = `<span class="swatch" style="background:${COLORS[s.strategy] ?? '#555'}"></span>${esc(NAMES[s.strategy] ?? s.strategy)}`;
-    return `<tr${s.strategy === 'affinity' ? ' class="wr"' : ''}>${[name, ...cells(s)].map((c) => `<td>${c}</td>`).join('')}</tr>`;
+    const cls = s.strategy === 'affinity' ? ' class="wr"' : viaGateway(s.strategy) ? '' : ' class="ref"';
+    return `<tr${cls}>${[name, ...cells(s)].map((c) => `<td>${c}</td>`).join('')}</tr>`;
   });
   return `<table${cls ? ` class="${cls}"` : ''}><thead><tr>${['strategy', ...head].map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
@@ -44,21 +47,24 @@ function summaryTables(ss: readonly StrategySummary[]): string {
   const main = table(ss, ['TTFT p50 ms', 'p90', 'p99', `turns > ${ss[0]?.budgetMs ?? 300} ms`, 'hit rate (vLLM)', 'ideal', 'of ideal', 'max/avg load', 'gateway overhead p50 / p99 ms', 'errors'], (s) => [
     f(s.ttft.p50), f(s.ttft.p90), f(s.ttft.p99), `${s.overBudget} / ${s.ttft.n}`, pct(s.hitRate), pct(s.idealHitRate),
     s.hitRate !== null && s.idealHitRate ? pct(s.hitRate / s.idealHitRate) : '–', f(s.load.maxOverAvg, 2),
-    `${f(s.overhead.p50Ms, 3)} / ${f(s.overhead.p99Ms, 3)}`, String(s.errors),
+    viaGateway(s.strategy) ? `${f(s.overhead.p50Ms, 3)} / ${f(s.overhead.p99Ms, 3)}` : NO_GATEWAY, String(s.errors),
   ]);
   const keys = table(ss, ['keyed TTFT p50 / p90', 'keyless TTFT p50 / p90', 'keyed hit rate', 'keyless hit rate', 'requests per replica', 'peak in flight', 'route reasons'], (s) => [
     `${f(s.keyed.ttft.p50)} / ${f(s.keyed.ttft.p90)}`, `${f(s.keyless.ttft.p50)} / ${f(s.keyless.ttft.p90)}`,
     pct(s.keyed.hitRate), pct(s.keyless.hitRate), esc(Object.values(s.load.served).join(' / ') || '–'),
-    esc(Object.values(s.load.peakInflight).join(' / ') || '–'), esc(Object.entries(s.routes).map(([k, v]) => `${k} ${v}`).join(', ')),
+    esc(Object.values(s.load.peakInflight).join(' / ') || '–'),
+    viaGateway(s.strategy) ? esc(Object.entries(s.routes).map(([k, v]) => `${k} ${v}`).join(', ')) : NO_GATEWAY,
   ], 'keys');
   return `${main}<div style="height:10px"></div>${keys}`;
 }
 
-function goalsList(goals: readonly Goal[]): string {
-  return `<ul class="goals">${goals.map((g) => {
+function goalsList(goals: readonly Goal[], refs: readonly Reference[]): string {
+  const items = goals.map((g) => {
     const [cls, word] = g.met === null ? ['na', 'not measured'] : g.met ? ['met', 'met'] : ['not', 'NOT met'];
     return `<li><span class="badge ${cls}">${word}</span><b>${esc(g.name)}</b> — ${esc(g.measured)} <span class="note">(target: ${esc(g.target)})</span></li>`;
-  }).join('')}</ul>`;
+  });
+  const more = refs.map((x) => `<li><span class="badge ref">reference</span><b>${esc(x.name)}</b> — ${esc(x.measured)}</li>`);
+  return `<ul class="goals">${[...items, ...more].join('')}</ul>`;
 }
 
 function paramsList(r: BenchResult): string {
@@ -87,9 +93,9 @@ export function buildHtml(r: BenchResult, title = 'warmroute — voice sessions 
 ${summaryTables(r.summaries)}
 <p class="note">TTFT: request sent → first content chunk at the client, streaming, every request. Hit rate: Σ vllm:prefix_cache_hits_total / Σ vllm:prefix_cache_queries_total over the replicas during the strategy's run.
 Ideal: every session on a replica of its own with unbounded KV, its agent's system prompt warm once any earlier request computed it — the run's exact token streams replayed through a model of the simulator's prefix cache.
-Load: requests served by the busiest replica over the fleet average. Gateway overhead: warmroute's own <code>warmroute_gateway_overhead_seconds</code> histogram.</p>
+Load: requests served by the busiest replica over the fleet average. Gateway overhead: warmroute's own <code>warmroute_gateway_overhead_seconds</code> histogram.${r.summaries.some((s) => !viaGateway(s.strategy)) ? `\n${esc(ORACLE_NOTE)}` : ''}</p>
 <h2>Goals</h2>
-${goalsList(r.goals)}
+${goalsList(r.goals, checkReferences(r.summaries))}
 <h2>TTFT distribution</h2>
 <div class="chart">${ttftCdf(r)}</div>
 <h2>TTFT by turn</h2>

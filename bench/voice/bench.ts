@@ -1,16 +1,19 @@
 // One benchmark run: a fleet, then for each strategy a fresh gateway over the same fleet with its
-// caches reset, the same workload, the figures. Shared by `npm run bench:voice` and `npm run demo`.
+// caches reset (the oracle: no gateway, each session straight to its replica), the same workload,
+// the figures. Shared by `npm run bench:voice` and `npm run demo`.
 
 import { cpus } from 'node:os';
-import { startGateway, gatewayMetrics, sampleInflight, startSimFleet, type Fleet, type Gateway } from './fleet.js';
+import { startGateway, gatewayMetrics, sampleInflight, startSimFleet, type Fleet, type GatewayMetrics } from './fleet.js';
 import { checkGoals, type Goal } from './goals.js';
 import { idealHits } from './ideal.js';
-import { plannedRequests, runStrategy, type TurnRecord } from './run.js';
+import { inflightFromRecords, ORACLE, oracleTargets, replicaName, viaGateway } from './oracle.js';
+import { plannedRequests, runStrategy, type RunOptions, type StrategyRun, type TurnRecord } from './run.js';
 import { summarize, type StrategySummary } from './summary.js';
 import { warmReplicas } from './warmup.js';
 import { buildWorkload, type WorkloadOptions } from './workload.js';
 
-export const STRATEGIES = ['round-robin', 'least-loaded', 'session-hash', 'affinity'] as const;
+// The oracle last: the reference the routers are read against.
+export const STRATEGIES = ['round-robin', 'least-loaded', 'session-hash', 'affinity', ORACLE] as const;
 
 export interface BenchOptions {
   workload: Partial<WorkloadOptions>;
@@ -48,41 +51,40 @@ export async function runBench(o: BenchOptions, progress: Progress): Promise<Ben
   const summaries: StrategySummary[] = [];
   const records: TurnRecord[] = [];
   let fleet: Fleet | null = null;
-  let gw: Gateway | null = null;
+  let via: Via | null = null;
   try {
     progress(`starting ${o.replicas} simulated vLLM replicas`);
     fleet = await startSimFleet(o.replicas, o.outputTokens, o.kvBlocks);
     for (const [k, strategy] of o.strategies.entries()) {
       const tag = `[${k + 1}/${o.strategies.length} ${strategy}]`;
-      progress(`${tag} starting the gateway`);
-      gw = await startGateway(fleet.urls, strategy);
+      progress(viaGateway(strategy) ? `${tag} starting the gateway` : `${tag} no gateway: session i straight to replica i mod ${o.replicas}`);
+      via = viaGateway(strategy) ? await throughGateway(fleet.urls, strategy) : direct(fleet.urls, workload.sessions.length);
       await fleet.reset();
       if (o.warmup) progress(`${tag} warming every replica with every agent's system prompt`);
       const warm = o.warmup ? await warmReplicas(fleet.urls, workload, o.requestTimeoutS * 1000) : [];
       const before = await fleet.prefixCounters();
-      const sampler = sampleInflight(gw.adminUrl, 250, o.maxDurationS * 1000 + o.requestTimeoutS * 1000);
+      via.watch(o.maxDurationS * 1000 + o.requestTimeoutS * 1000);
       const run = await runStrategy({
-        url: gw.url, strategy, workload,
+        ...via.target, strategy, workload,
         maxDurationMs: o.maxDurationS * 1000,
         requestTimeoutMs: o.requestTimeoutS * 1000,
         onProgress: (p) => progress(`${tag} ${p.done}/${p.total} requests, ${p.inflight} in flight, ${(p.elapsedMs / 1000).toFixed(0)} s`),
       });
-      const inflight = await sampler.stop();
-      const gateway = await gatewayMetrics(gw.adminUrl);
+      const { inflight, gateway } = await via.finish(run);
       const after = await fleet.prefixCounters();
-      await gw.stop();
-      gw = null;
+      await via.stop();
+      via = null;
       const ideal = idealHits(run.sent.filter((_, i) => run.records[i].ok), warm);
       run.records.filter((r) => r.ok).forEach((r, i) => { r.idealCachedTokens = ideal.cached[i]; });
       records.push(...run.records);
       summaries.push(summarize({
         strategy, records: run.records, durationMs: run.durationMs, truncated: run.truncated, replicas: o.replicas,
         budgetMs: o.budgetMs, counters: { queries: after.queries - before.queries, hits: after.hits - before.hits },
-        gateway, inflight,
+        gateway, inflight, direct: !viaGateway(strategy),
       }));
     }
   } finally {
-    await gw?.stop();
+    await via?.stop();
     await fleet?.stop();
   }
   return {
@@ -94,5 +96,43 @@ export async function runBench(o: BenchOptions, progress: Progress): Promise<Ben
     goals: checkGoals(summaries),
     records,
     wallMs: performance.now() - t0,
+  };
+}
+
+type Inflight = { peak: Record<string, number>; mean: Record<string, number> };
+
+/** What a strategy's requests go through, and what is read from it around the run. */
+interface Via {
+  target: Pick<RunOptions, 'url' | 'direct'>;
+  /** Starts watching the replicas' in-flight requests (bounded by `maxMs`). */
+  watch(maxMs: number): void;
+  finish(run: StrategyRun): Promise<{ inflight: Inflight; gateway: GatewayMetrics | null }>;
+  stop(): Promise<void>;
+}
+
+/** A fresh gateway child, so no routing state carries over from the previous strategy. */
+async function throughGateway(urls: string[], strategy: string): Promise<Via> {
+  const gw = await startGateway(urls, strategy);
+  let sampler: ReturnType<typeof sampleInflight> | null = null;
+  return {
+    target: { url: gw.url },
+    watch(maxMs) { sampler = sampleInflight(gw.adminUrl, 250, maxMs); },
+    async finish() {
+      const inflight = sampler ? await sampler.stop() : { peak: {}, mean: {} };
+      const died = gw.died();
+      if (died) throw new Error(`the ${strategy} gateway ${died}`);
+      return { inflight, gateway: await gatewayMetrics(gw.adminUrl) };
+    },
+    stop: () => gw.stop(),
+  };
+}
+
+/** The oracle: nothing between the client and the replicas; in flight counted from the records. */
+function direct(urls: string[], sessions: number): Via {
+  return {
+    target: { direct: oracleTargets(sessions, urls) },
+    watch() { /* the records are the watch */ },
+    finish: async (run) => ({ inflight: inflightFromRecords(run.records, urls.map(replicaName), run.durationMs, 250), gateway: null }),
+    stop: async () => {},
   };
 }

@@ -1,10 +1,11 @@
 // npm run bench:voice — the voice workload through round-robin, least-loaded, session-hash and
-// warmroute, side by side on the same simulated fleet. Writes bench/out/voice-*.json, the HTML
-// report and the markdown tables; prints the tables and the goals (met / NOT met).
+// warmroute, then the oracle placement (no gateway, session i → replica i mod R) as the reference,
+// side by side on the same simulated fleet. Writes bench/out/voice-*.json, the HTML report and the
+// markdown tables; prints the tables, the goals (met / NOT met) and the references.
 
 import { parseArgs } from 'node:util';
 import { runBench, STRATEGIES, type BenchOptions } from './bench.js';
-import { goalLine } from './goals.js';
+import { checkReferences, goalLine, referenceLine } from './goals.js';
 import { fullTables } from './markdown.js';
 import { writeVoiceOutputs } from './output.js';
 import { createProgress } from './progress.js';
@@ -26,7 +27,7 @@ const USAGE = `usage: npm run bench:voice -- [flags]
   --body-key F             share of keyed sessions using body prompt_cache_key (${W.bodyKeyShare})
   --think-ms A-B           pause between an answer and the next utterance (${W.thinkMs.join('-')})
   --start-spread-ms N      sessions start spread over this window (${W.startSpreadMs})
-  --strategies LIST        comma-separated (${STRATEGIES.join(',')})
+  --strategies LIST        comma-separated (${STRATEGIES.join(',')}); oracle = no gateway, session i → replica i mod N
   --max-duration-s N       per strategy: no new turn after this (300)
   --request-timeout-s N    per request (60)
   --no-warmup              skip the deploy-time warmup (every agent's prompt sent to every replica first)
@@ -93,16 +94,24 @@ async function main(): Promise<number> {
   progress.done();
   const paths = writeVoiceOutputs(result, a.out ?? 'bench/out');
   const errors = result.summaries.reduce((n, x) => n + x.errors, 0);
-  process.stdout.write(`${fullTables(result.summaries)}\n\nGoals:\n${result.goals.map((g) => `  ${goalLine(g)}`).join('\n')}\n\n`);
+  const lines = [...result.goals.map(goalLine), ...checkReferences(result.summaries).map(referenceLine)];
+  process.stdout.write(`${fullTables(result.summaries)}\n\nGoals:\n${lines.map((l) => `  ${l}`).join('\n')}\n\n`);
   if (errors > 0) process.stdout.write(`${errors} request(s) failed; see the JSON for each one's error.\n`);
   process.stdout.write(`wrote ${paths.json}, ${paths.latestJson}, ${paths.md}\nreport: ${paths.html}\n`);
   return 0;
 }
 
+/** The message and its causes: fetch's own message ("fetch failed") names neither the URL's fate nor why. */
+function describe(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  const code = (e as { code?: unknown }).code;
+  return `${e.message}${typeof code === 'string' ? ` [${code}]` : ''}${e.cause === undefined ? '' : ` (cause: ${describe(e.cause)})`}`;
+}
+
 main().then(
   (code) => { process.exitCode = code; },
   (e: unknown) => {
-    process.stderr.write(`\nbench:voice: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.stderr.write(`\nbench:voice: ${describe(e)}\n`);
     process.exitCode = 1;
   },
 );

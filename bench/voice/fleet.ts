@@ -9,6 +9,15 @@ import { startWarmroute, type Target } from '../overhead/targets.js';
 // No admin call may hang a run: loopback answers in milliseconds or something is wrong.
 const TIMEOUT_MS = 10_000;
 
+/** fetch, whose failures name the URL: undici's own message is only "fetch failed". */
+async function call(url: string, init: RequestInit = {}, timeoutMs = TIMEOUT_MS): Promise<Response> {
+  try {
+    return await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+  } catch (e) {
+    throw new Error(`${init.method ?? 'GET'} ${url} failed`, { cause: e });
+  }
+}
+
 export interface Fleet {
   urls: string[];
   /** Empties every replica's KV cache and zeroes its counters (POST /sim/reset). */
@@ -32,13 +41,13 @@ export async function startSimFleet(replicas: number, outputTokens: [number, num
     urls,
     async reset() {
       await Promise.all(urls.map(async (u) => {
-        const r = await fetch(`${u}/sim/reset`, { method: 'POST', signal: AbortSignal.timeout(TIMEOUT_MS) });
+        const r = await call(`${u}/sim/reset`, { method: 'POST' });
         await r.arrayBuffer();
         if (!r.ok) throw new Error(`${u}/sim/reset: HTTP ${r.status}`);
       }));
     },
     async prefixCounters() {
-      const texts = await Promise.all(urls.map(async (u) => (await fetch(`${u}/metrics`, { signal: AbortSignal.timeout(TIMEOUT_MS) })).text()));
+      const texts = await Promise.all(urls.map(async (u) => (await call(`${u}/metrics`)).text()));
       return {
         queries: texts.reduce((s, t) => s + sumSamples(t, 'vllm:prefix_cache_queries_total'), 0),
         hits: texts.reduce((s, t) => s + sumSamples(t, 'vllm:prefix_cache_hits_total'), 0),
@@ -59,6 +68,8 @@ export function sumSamples(text: string, name: string): number {
 export interface Gateway {
   url: string;
   adminUrl: string;
+  /** Why the gateway is gone if it exited before stop() (and its last output), else null. */
+  died(): string | null;
   stop(): Promise<void>;
 }
 
@@ -70,15 +81,33 @@ export async function startGateway(urls: string[], strategy: string): Promise<Ga
   const extra = [...urls.slice(1).flatMap((u) => ['--upstream', u]), '--strategy', strategy, '--log-level', 'warn'];
   const t: Target = await startWarmroute(urls[0], extra);
   const adminUrl = t.adminUrl!;
+  const proc = t.child!.proc;
+  // A gateway that dies mid-run turns every later request into ECONNREFUSED: keep what it said
+  // last, so the run fails with its reason instead of a bare "fetch failed" on the next admin call.
+  let tail = '';
+  const keep = (d: Buffer) => { tail = (tail + d.toString()).slice(-2000); };
+  proc.stdout?.on('data', keep);
+  proc.stderr?.on('data', keep);
+  let stopping = false;
+  let died: string | null = null;
+  proc.once('exit', (code, signal) => {
+    if (!stopping) died = `exited (code ${code}, signal ${signal}) before it was stopped; its last output:\n${tail.trim() || '(none)'}`;
+  });
   // Ready once every replica is up and its model list is known (bounded wait).
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const r = (await (await fetch(`${adminUrl}/admin/replicas`, { signal: AbortSignal.timeout(TIMEOUT_MS) })).json()) as AdminReplicas;
+    const r = (await (await call(`${adminUrl}/admin/replicas`)).json()) as AdminReplicas;
     if (r.replicas.every((x) => x.state === 'up' && x.models !== null)) break;
     if (Date.now() > deadline) break;
     await new Promise((res) => setTimeout(res, 100));
   }
-  return { url: t.url, adminUrl, stop: () => t.child!.stop() };
+  return {
+    url: t.url, adminUrl, died: () => died,
+    stop: () => {
+      stopping = true;
+      return t.child!.stop();
+    },
+  };
 }
 
 export interface GatewayMetrics {
@@ -88,7 +117,7 @@ export interface GatewayMetrics {
 }
 
 export async function gatewayMetrics(adminUrl: string): Promise<GatewayMetrics> {
-  const text = await (await fetch(`${adminUrl}/metrics`, { signal: AbortSignal.timeout(TIMEOUT_MS) })).text();
+  const text = await (await call(`${adminUrl}/metrics`)).text();
   const q = (p: number) => {
     const v = histogramQuantile(text, 'warmroute_gateway_overhead_seconds', p);
     return v === null ? null : v * 1000;
@@ -115,7 +144,7 @@ export function sampleInflight(adminUrl: string, everyMs: number, maxMs: number)
   const loop = (async () => {
     while (!stopped && Date.now() - started < maxMs) {
       try {
-        const r = (await (await fetch(`${adminUrl}/admin/replicas`, { signal: AbortSignal.timeout(everyMs * 4) })).json()) as AdminReplicas;
+        const r = (await (await call(`${adminUrl}/admin/replicas`, {}, everyMs * 4)).json()) as AdminReplicas;
         samples++;
         for (const x of r.replicas) {
           peak[x.name] = Math.max(peak[x.name] ?? 0, x.inflight);

@@ -1,7 +1,8 @@
 // The run as text: the tables the console prints and the lead pastes into README.
 
 import type { BenchResult } from './bench.js';
-import { goalLine } from './goals.js';
+import { checkReferences, goalLine, referenceLine } from './goals.js';
+import { viaGateway } from './oracle.js';
 import type { StrategySummary } from './summary.js';
 
 export const LABELS: Record<string, string> = {
@@ -9,7 +10,11 @@ export const LABELS: Record<string, string> = {
   'least-loaded': 'least-loaded',
   'session-hash': 'session-hash (ring, no load cap)',
   affinity: '**warmroute** (affinity)',
+  oracle: 'oracle (session i → replica i mod R, no gateway)',
 };
+
+/** Not applicable (no gateway), as opposed to '–', not measured. */
+export const NO_GATEWAY = '—';
 
 const ms = (v: number | null | undefined, d = 0) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(d));
 const pct = (v: number | null | undefined) => (v === null || v === undefined ? '–' : `${(v * 100).toFixed(1)}%`);
@@ -20,6 +25,9 @@ function row(cells: string[]): string {
   return `| ${cells.join(' | ')} |`;
 }
 
+const overhead = (s: StrategySummary) => (viaGateway(s.strategy) ? `${ms(s.overhead.p50Ms, 3)} / ${ms(s.overhead.p99Ms, 3)}` : NO_GATEWAY);
+const routes = (s: StrategySummary) => (viaGateway(s.strategy) ? Object.entries(s.routes).map(([k, v]) => `${k} ${v}`).join(', ') : NO_GATEWAY);
+
 /** The short table `npm run demo` prints. */
 export function shortTable(summaries: readonly StrategySummary[]): string {
   return [
@@ -27,7 +35,7 @@ export function shortTable(summaries: readonly StrategySummary[]): string {
     row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
     ...summaries.map((s) => row([
       label(s), ms(s.ttft.p50), ms(s.ttft.p90), ms(s.ttft.p99), `${s.overBudget} / ${s.ttft.n}`, pct(s.hitRate),
-      `${ms(s.overhead.p50Ms, 3)} / ${ms(s.overhead.p99Ms, 3)}`, ratio(s.load.maxOverAvg),
+      overhead(s), ratio(s.load.maxOverAvg),
     ])),
   ].join('\n');
 }
@@ -39,7 +47,7 @@ export function fullTables(summaries: readonly StrategySummary[]): string {
     ...summaries.map((s) => row([
       label(s), ms(s.ttft.p50), ms(s.ttft.p90), ms(s.ttft.p99), `${s.overBudget} / ${s.ttft.n}`, pct(s.hitRate),
       s.hitRate !== null && s.idealHitRate ? pct(s.hitRate / s.idealHitRate) : '–', ratio(s.load.maxOverAvg),
-      Object.values(s.load.peakInflight).join(' / ') || '–', `${ms(s.overhead.p50Ms, 3)} / ${ms(s.overhead.p99Ms, 3)}`,
+      Object.values(s.load.peakInflight).join(' / ') || '–', overhead(s),
     ])),
   ];
   const keys = [
@@ -47,7 +55,7 @@ export function fullTables(summaries: readonly StrategySummary[]): string {
     row(['---', '---:', '---:', '---:', '---:', '---']),
     ...summaries.map((s) => row([
       label(s), `${ms(s.keyed.ttft.p50)} / ${ms(s.keyed.ttft.p90)}`, `${ms(s.keyless.ttft.p50)} / ${ms(s.keyless.ttft.p90)}`,
-      pct(s.keyed.hitRate), pct(s.keyless.hitRate), Object.entries(s.routes).map(([k, v]) => `${k} ${v}`).join(', '),
+      pct(s.keyed.hitRate), pct(s.keyless.hitRate), routes(s),
     ])),
   ];
   return `${main.join('\n')}\n\n${keys.join('\n')}`;
@@ -64,6 +72,9 @@ export function paramsLine(r: BenchResult): string {
     `${r.machine.cpus} × ${r.machine.cpu}, Node ${r.machine.node}.`;
 }
 
+export const ORACLE_NOTE = "Oracle = no gateway at all: the client sends session i's every request straight to replica i mod R, chosen up front " +
+  "(perfect stickiness, even session counts), with the same fleet reset, warmup and workload as the others; its in flight is sampled from the client's records.";
+
 export function markdownReport(r: BenchResult): string {
   const wr = r.summaries.find((s) => s.strategy === 'affinity');
   return [
@@ -74,12 +85,14 @@ export function markdownReport(r: BenchResult): string {
     'TTFT = request sent → first content chunk, at the client, every request of every turn. Hit rate = Σ vllm:prefix_cache_hits_total / Σ vllm:prefix_cache_queries_total over the replicas, delta over the run. ' +
       'Ideal = every session on a replica of its own with unbounded KV, its agent\'s system prompt warm once any earlier request computed it (replay of the run\'s exact token streams through a model of the simulator\'s prefix cache).',
     '',
+    ...(r.summaries.some((s) => !viaGateway(s.strategy)) ? [ORACLE_NOTE, ''] : []),
     fullTables(r.summaries),
     '',
     wr ? `Ideal hit rate for this workload: ${pct(wr.idealHitRate)}.` : '',
     '',
     '```',
     ...r.goals.map(goalLine),
+    ...checkReferences(r.summaries).map(referenceLine),
     '```',
     '',
   ].join('\n');

@@ -1,7 +1,8 @@
-// One strategy's run: every session of the workload drives its conversation through the gateway
-// concurrently (think time between turns), each request recorded with the client's timings and
-// the gateway's headers. A duration cap stops sessions from starting new turns; a per-request
-// timeout bounds every exchange, so the run ends in bounded time whatever the gateway does.
+// One strategy's run: every session of the workload drives its conversation concurrently through
+// the gateway, or for the oracle straight to the replica chosen for it (think time between turns),
+// each request recorded with the client's timings and the gateway's headers. A duration cap stops
+// sessions from starting new turns; a per-request timeout bounds every exchange, so the run ends in
+// bounded time whatever the gateway does.
 
 import type { Agent } from 'node:http';
 import { keepAliveAgent, streamChatExchange, type Exchange } from './client.js';
@@ -24,7 +25,9 @@ export interface TurnRecord {
   status: number;
   ok: boolean;
   error: string | null;
+  /** The gateway's x-warmroute-replica; with no gateway, the replica the client sent to. */
   replica: string | null;
+  /** Gateway only (x-warmroute-route, Server-Timing): null and {} when the client went direct. */
   route: string | null;
   hops: Record<string, number>;
   promptTokens: number | null;
@@ -42,8 +45,17 @@ export interface RunProgress {
   elapsedMs: number;
 }
 
-export interface RunOptions {
+/** A replica the client talks to with no gateway in between, and its name for the records. */
+export interface Direct {
   url: string;
+  replica: string;
+}
+
+export interface RunOptions {
+  /** The gateway; unused for sessions that have a `direct` replica. */
+  url?: string;
+  /** Per session index: send its every request straight to this replica (the oracle placement). */
+  direct?: readonly Direct[];
   strategy: string;
   workload: Workload;
   maxDurationMs: number;
@@ -63,12 +75,22 @@ export interface StrategyRun {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** Where session `si` sends its requests; the replica is known up front only when there is no gateway. */
+function destination(o: RunOptions, si: number): { url: string; replica: string | null } {
+  const d = o.direct?.[si];
+  if (d) return d;
+  if (o.url === undefined) throw new Error(`runStrategy: no gateway url and no direct replica for session ${si}`);
+  return { url: o.url, replica: null };
+}
+
 /** Requests the plan implies: one per turn plus one follow-up per tool turn. */
 export function plannedRequests(w: Workload): number {
   return w.sessions.reduce((n, s) => n + s.turns.length + s.turns.filter((t) => t.tool).length, 0);
 }
 
 export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
+  // Resolved before anything starts: a missing destination must not leave half a run in flight.
+  const dest = o.workload.sessions.map((_, si) => destination(o, si));
   const agent = o.agent ?? keepAliveAgent();
   const t0 = performance.now();
   const deadline = t0 + o.maxDurationMs;
@@ -89,13 +111,13 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
       const messages = history.slice();
       const { headers, body } = requestOf(plan, group, messages);
       inflight++;
-      const x = await streamChatExchange(o.url, headers, body, agent, o.requestTimeoutMs);
+      const x = await streamChatExchange(dest[si].url, headers, body, agent, o.requestTimeoutMs);
       inflight--;
       const ok = x.status === 200 && x.error === null && x.done && x.ttftMs !== null;
       records.push({
         strategy: o.strategy, session: si, group: plan.group, turn, step, keyMode: plan.keyMode,
         sentMs: x.sentAt - t0, ttftMs: x.ttftMs, totalMs: x.totalMs, status: x.status, ok, error: ok ? null : x.error ?? 'incomplete',
-        replica: x.replica, route: x.route, hops: x.hops, promptTokens: x.promptTokens, cachedTokens: x.cachedTokens,
+        replica: dest[si].replica ?? x.replica, route: x.route, hops: x.hops, promptTokens: x.promptTokens, cachedTokens: x.cachedTokens,
         completionTokens: x.completionTokens, toolCall: x.toolCall !== null, idealCachedTokens: null,
       });
       sent.push({ sentAt: x.sentAt, messages, tools: group.tools, content: x.content, toolCall: x.toolCall, finishReason: x.finishReason });

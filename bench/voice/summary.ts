@@ -54,6 +54,8 @@ export interface SummaryInput {
   counters: PrefixCounters | null;
   gateway: GatewayMetrics | null;
   inflight: { peak: Record<string, number>; mean: Record<string, number> } | null;
+  /** No gateway (the oracle): the client's whole TTFT is the replica's queue, prefill and the wire. */
+  direct?: boolean;
 }
 
 const ttftsOf = (rows: readonly TurnRecord[]) => rows.filter((r) => r.ok && r.ttftMs !== null).map((r) => r.ttftMs as number);
@@ -91,8 +93,8 @@ export function summarize(i: SummaryInput): StrategySummary {
   const hopsMeanMs: Record<string, number | null> = {};
   for (const h of HOP_NAMES.slice(0, -1)) hopsMeanMs[h] = mean(ok.filter((r) => h in r.hops).map((r) => r.hops[h]));
   // What the client waited beyond the hops the gateway reported before its headers: the replica's
-  // queue and prefill after its headers, plus the wire.
-  const rests = ok.filter((r) => r.ttftMs !== null && HOP_NAMES.slice(0, -1).every((h) => h in r.hops))
+  // queue and prefill after its headers, plus the wire. With no gateway, all of it.
+  const rests = i.direct ? ttfts : ok.filter((r) => r.ttftMs !== null && HOP_NAMES.slice(0, -1).every((h) => h in r.hops))
     .map((r) => (r.ttftMs as number) - HOP_NAMES.slice(0, -1).reduce((s, h) => s + r.hops[h], 0));
   hopsMeanMs.first_token = mean(rests);
   const turns = [...new Set(ok.map((r) => r.turn))].sort((a, b) => a - b);

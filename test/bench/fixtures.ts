@@ -16,29 +16,36 @@ export function record(p: Partial<TurnRecord> & { strategy: string; session: num
   };
 }
 
-/** Two strategies, 4 sessions (one keyless) × 3 turns; round-robin re-prefills, affinity does not. */
-export function syntheticResult(): BenchResult {
+/**
+ * Two strategies, 4 sessions (one keyless) × 3 turns; round-robin re-prefills, affinity does not.
+ * With `oracle`, a third: no gateway (no route, no hops), warm like affinity and a little faster.
+ */
+export function syntheticResult(o: { oracle?: boolean } = {}): BenchResult {
+  const strategies = o.oracle ? ['round-robin', 'affinity', 'oracle'] : ['round-robin', 'affinity'];
   const records: TurnRecord[] = [];
-  for (const strategy of ['round-robin', 'affinity']) {
+  for (const strategy of strategies) {
     for (let session = 0; session < 4; session++) {
       for (let turn = 0; turn < 3; turn++) {
-        const warm = strategy === 'affinity' && turn > 0;
+        const warm = strategy !== 'round-robin' && turn > 0;
         records.push(record({
           strategy, session, turn, keyMode: session === 3 ? 'none' : 'header',
-          ttftMs: warm ? 60 + session : 400 + 50 * turn + session,
+          ttftMs: (warm ? 60 + session : 400 + 50 * turn + session) - (strategy === 'oracle' ? 10 : 0),
           cachedTokens: warm ? 900 + 150 * turn : 0,
-          route: strategy === 'affinity' ? (turn === 0 ? 'placed' : 'pinned') : 'random',
+          route: strategy === 'affinity' ? (turn === 0 ? 'placed' : 'pinned') : strategy === 'oracle' ? null : 'random',
+          ...(strategy === 'oracle' ? { hops: {} } : {}),
         }));
       }
     }
   }
-  const summaries: StrategySummary[] = ['round-robin', 'affinity'].map((strategy) => {
+  const summaries: StrategySummary[] = strategies.map((strategy) => {
     const rows = records.filter((r) => r.strategy === strategy);
+    const direct = strategy === 'oracle';
     return summarize({
       strategy, records: rows, durationMs: 5000, truncated: false, replicas: 2, budgetMs: 300,
       counters: { queries: rows.reduce((s, r) => s + (r.promptTokens ?? 0), 0), hits: rows.reduce((s, r) => s + (r.cachedTokens ?? 0), 0) },
-      gateway: { overheadP50Ms: 0.2, overheadP99Ms: 0.9, decisions: {} },
+      gateway: direct ? null : { overheadP50Ms: 0.2, overheadP99Ms: 0.9, decisions: {} },
       inflight: { peak: { r0: 2, r1: 2 }, mean: { r0: 1, r1: 1 } },
+      direct,
     });
   });
   return {
@@ -46,7 +53,7 @@ export function syntheticResult(): BenchResult {
     when: '2025-01-01T00:00:00.000Z',
     machine: { cpus: 2, cpu: 'test <cpu> & "quotes"', node: process.version },
     params: {
-      replicas: 2, strategies: ['round-robin', 'affinity'], outputTokens: [50, 150], maxDurationS: 60, requestTimeoutS: 10, budgetMs: 300, warmup: true,
+      replicas: 2, strategies, outputTokens: [50, 150], maxDurationS: 60, requestTimeoutS: 10, budgetMs: 300, warmup: true,
       workload: { ...WORKLOAD_DEFAULTS, sessions: 4, turns: 3 }, plannedRequests: 12,
     },
     summaries,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { checkGoals, goalLine } from '../../bench/voice/goals.js';
+import { checkGoals, checkReferences, goalLine, referenceLine } from '../../bench/voice/goals.js';
 import type { StrategySummary } from '../../bench/voice/summary.js';
 import { syntheticResult } from './fixtures.js';
 
@@ -60,4 +60,40 @@ test('the synthetic run itself: warmroute wins on p90 and hit rate', () => {
   assert.deepEqual(wr.perTurn.map((t) => t.n), [4, 4, 4]);
   assert.equal(wr.keyless.sessions, 1);
   assert.equal(wr.keyed.sessions, 3);
+});
+
+test('the p90 goal carries the best achievable ratio (round-robin p90 / oracle p90); a reference line compares warmroute with the oracle', () => {
+  const r = syntheticResult({ oracle: true });
+  const [rr, wr, oracle] = r.summaries;
+  assert.equal(oracle.strategy, 'oracle');
+  const at = (rrP90: number, wrP90: number, oracleP90: number) => {
+    const ss = [tweak(rr, { ttft: { ...rr.ttft, p90: rrP90 } }), tweak(wr, { ttft: { ...wr.ttft, p90: wrP90 } }), tweak(oracle, { ttft: { ...oracle.ttft, p90: oracleP90 } })];
+    return { goals: checkGoals(ss), refs: checkReferences(ss) };
+  };
+  const { goals, refs } = at(690, 300, 300);
+  // The goal itself is unchanged: 690 / 300 = 2.3× is not met, whatever the oracle did.
+  assert.equal(goals.length, 5);
+  const p90 = goals[1];
+  assert.equal(p90.met, false);
+  assert.equal(p90.measured, '690 ms vs 300 ms = 2.30×; best achievable in this run (oracle placement): 2.30×');
+  assert.match(goalLine(p90), /^NOT met +warmroute TTFT p90 ≥ 5× better than round-robin: 690 ms vs 300 ms = 2\.30×; best achievable in this run \(oracle placement\): 2\.30×$/);
+  assert.equal(refs.length, 1);
+  assert.equal(refs[0].measured, "300 ms vs 300 ms = 1.00× the oracle's p90");
+  assert.match(referenceLine(refs[0]), /^reference +warmroute TTFT p90 vs the oracle placement: 300 ms vs 300 ms = 1\.00×/);
+
+  // A router that falls short of what the oracle reached reads differently from a workload where nobody could.
+  const short = at(1000, 400, 150);
+  assert.match(short.goals[1].measured, /= 2\.50×; best achievable in this run \(oracle placement\): 6\.67×$/);
+  assert.match(short.refs[0].measured, /400 ms vs 150 ms = 2\.67× the oracle's p90/);
+});
+
+test('without the oracle the best achievable ratio and the reference say not measured, and the goals are unchanged', () => {
+  const r = syntheticResult();
+  const goals = checkGoals(r.summaries);
+  assert.match(goals[1].measured, /^\d+ ms vs \d+ ms = [\d.]+×; best achievable in this run \(oracle placement\): not measured \(needs round-robin and oracle\)$/);
+  assert.deepEqual(goals.map((g) => g.met), checkGoals(syntheticResult({ oracle: true }).summaries.slice(0, 2)).map((g) => g.met));
+  assert.match(referenceLine(checkReferences(r.summaries)[0]), /^reference +.*not measured \(needs affinity and oracle\)$/);
+  // The oracle alone measures nothing against round-robin either.
+  const onlyOracle = checkGoals([syntheticResult({ oracle: true }).summaries[2]]);
+  assert.match(onlyOracle[1].measured, /needs affinity and round-robin\); best achievable .*needs round-robin and oracle\)$/);
 });

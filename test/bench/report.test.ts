@@ -52,3 +52,34 @@ test('markdown tables have one row per strategy and the goals', () => {
   assert.equal(short.length, 4);
   assert.ok(short.every((l) => l.split('|').length === short[0].split('|').length));
 });
+
+test('the oracle in the report: its own row, no gateway figures ("—"), not in the gateway-hops chart, the reference line', () => {
+  const r = syntheticResult({ oracle: true });
+  const md = markdownReport(r);
+  assert.equal((md.match(/^\| oracle \(session i → replica i mod R, no gateway\)/gm) ?? []).length, 2);
+  const row = md.split('\n').find((l) => l.startsWith('| oracle'))!;
+  assert.ok(row.endsWith('| — |'), row); // gateway overhead: not applicable
+  const keysRow = md.split('\n').filter((l) => l.startsWith('| oracle'))[1];
+  assert.ok(keysRow.endsWith('| — |'), keysRow); // route reasons
+  assert.match(md, /^reference +warmroute TTFT p90 vs the oracle placement: \d+ ms vs \d+ ms = [\d.]+× the oracle's p90$/m);
+  assert.match(md, /best achievable in this run \(oracle placement\): [\d.]+×/);
+  const short = shortTable(r.summaries).split('\n');
+  assert.equal(short.length, 5);
+  assert.ok(short.every((l) => l.split('|').length === short[0].split('|').length));
+
+  const html = buildHtml(r);
+  assertBalanced(html);
+  assert.doesNotMatch(html, /NaN|Infinity|undefined/);
+  assert.ok(html.includes('oracle (i mod R, no gateway)'));
+  assert.match(html, /class="badge ref">reference</);
+  assert.match(html, /<tr class="ref">/);
+  // The hop breakdown has the oracle (its whole TTFT is the replica's); the gateway's own hops do not.
+  const svgs = html.split('<svg xmlns').slice(1);
+  assert.equal(svgs.length, 4);
+  assert.ok(svgs[2].includes('oracle (i mod R, no gateway)'));
+  assert.ok(!svgs[3].includes('oracle (i mod R, no gateway)'));
+  const oracle = r.summaries[2];
+  assert.equal(oracle.overhead.p50Ms, null);
+  const ttfts = r.records.filter((x) => x.strategy === 'oracle').map((x) => x.ttftMs!);
+  assert.equal(oracle.hopsMeanMs.first_token, ttfts.reduce((a, b) => a + b, 0) / ttfts.length);
+});
