@@ -77,6 +77,9 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
   function finish() {
     if (finished) return;
     finished = true;
+    // The response object outlives the exchange a little; what it reaches through this closure
+    // should not (see upstream/client.ts on promotion).
+    abortUpstream = null;
     if (admitted && replica) deps.admission.release(replica);
     admitted = false;
     if (tap) {

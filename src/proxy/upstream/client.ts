@@ -180,8 +180,15 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
     done();
   }
 
-  function dispatch(req: UpstreamRequest, h: UpstreamHandler) {
-    const o = originOf(req.origin);
+  function dispatch(request: UpstreamRequest, handler: UpstreamHandler) {
+    const o = originOf(request.origin);
+    // What the exchange reaches, dropped when it ends. The forwarder keeps `abort` and `resume`
+    // (closures of this call) as long as its response lives, and whatever they reach survives
+    // young-generation collections with them: holding on to the handler here meant 2 MB promoted
+    // per scavenge at concurrency 50 and scavenges 2–4× longer (10 ms instead of 3), measured
+    // with --trace-gc-nvp.
+    let req: UpstreamRequest | null = request;
+    let h: UpstreamHandler | null = handler;
     let conn: Conn | null = null;
     let finished = false;
     let staleRetried = false;
@@ -196,8 +203,17 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
       const c = conn;
       conn = null;
       if (c) release(c, err === null && keepAlive && !parser!.trailing);
-      if (err) h.onError(err);
-      else h.onComplete();
+      const hh = drop();
+      if (err) hh.onError(err);
+      else hh.onComplete();
+    }
+
+    function drop(): UpstreamHandler {
+      const hh = h!;
+      h = null;
+      req = null;
+      parser = null;
+      return hh;
     }
 
     const abort = (err: Error) => {
@@ -206,14 +222,15 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
       conn?.socket.destroy();
       end(err);
     };
-    h.onConnect(abort);
+    handler.onConnect(abort);
     if (finished) return;
     if (closing) return end(new UpstreamError('upstream client is closed', 'WR_CLIENT_CLOSED'));
 
     const exchange: Exchange = {
       data(buf) {
         gotBytes = true;
-        h.onReadStart?.();
+        const hh = h!;
+        hh.onReadStart?.();
         try {
           parser!.execute(buf);
         } catch (e) {
@@ -221,7 +238,7 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
           conn?.socket.destroy();
           end(e as Error);
         } finally {
-          h.onReadEnd?.();
+          hh.onReadEnd?.();
         }
       },
       closed(err) {
@@ -239,7 +256,7 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
         o.busy--;
         if (parser?.eof()) return;
         finished = true;
-        h.onError(err && (err as { code?: string }).code
+        drop().onError(err && (err as { code?: string }).code
           ? err
           : new UpstreamError(gotBytes ? 'replica closed the connection mid-response' : 'replica closed the connection', 'WR_SOCKET_CLOSED'));
       },
@@ -247,8 +264,8 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
         if (finished) return;
         const err = !conn!.socket.connecting && !conn!.socket.pending
           ? parser!.started
-            ? new UpstreamError(`no data from the replica for ${req.bodyTimeout} ms`, 'WR_BODY_TIMEOUT')
-            : new UpstreamError(`no response head from the replica within ${req.headersTimeout} ms`, 'WR_HEADERS_TIMEOUT')
+            ? new UpstreamError(`no data from the replica for ${req!.bodyTimeout} ms`, 'WR_BODY_TIMEOUT')
+            : new UpstreamError(`no response head from the replica within ${req!.headersTimeout} ms`, 'WR_HEADERS_TIMEOUT')
           : new UpstreamError(`connect to ${o.host}:${o.port} timed out after ${opts.connectTimeoutMs} ms`, 'WR_CONNECT_TIMEOUT');
         keepAlive = false;
         conn!.socket.destroy();
@@ -268,12 +285,12 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
           if (finished) return false;
           keepAlive = head.keepAlive;
           if (head.keepAliveHintS !== null) hintMs = Math.max(0, head.keepAliveHintS * 1000 - 1000);
-          c.socket.setTimeout(req.bodyTimeout);
-          return h.onHeaders(head.status, head.headers, resume) && !finished;
+          c.socket.setTimeout(req!.bodyTimeout);
+          return h!.onHeaders(head.status, head.headers, resume) && !finished;
         },
         onBody(chunk) {
           if (finished) return false;
-          if (!h.onData(chunk)) {
+          if (!h!.onData(chunk)) {
             // The client is the slow side: its silence is not the replica's.
             c.socket.setTimeout(0);
             c.socket.pause();
@@ -284,25 +301,26 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
           if (hintMs !== null) c.keepAliveMs = Math.min(c.keepAliveMs, hintMs);
           end(null);
         },
-      }, { maxHeadBytes, noBody: req.method === 'HEAD' });
+      }, { maxHeadBytes, noBody: req!.method === 'HEAD' });
       const connecting = c.socket.connecting;
-      c.socket.setTimeout(connecting ? opts.connectTimeoutMs : req.headersTimeout);
-      if (connecting) c.socket.once(o.tls ? 'secureConnect' : 'connect', () => { if (conn === c && !finished) c.socket.setTimeout(req.headersTimeout); });
+      c.socket.setTimeout(connecting ? opts.connectTimeoutMs : req!.headersTimeout);
+      if (connecting) c.socket.once(o.tls ? 'secureConnect' : 'connect', () => { if (conn === c && !finished) c.socket.setTimeout(req!.headersTimeout); });
       write(c);
     }
 
     function resume() {
       if (finished || conn === null) return;
-      conn.socket.setTimeout(req.bodyTimeout);
+      conn.socket.setTimeout(req!.bodyTimeout);
       conn.socket.resume();
     }
 
     function write(c: Conn) {
-      let head = `${req.method} ${req.path} HTTP/1.1\r\n${o.hostLine}`;
-      const hs = req.headers;
+      const r = req!;
+      let head = `${r.method} ${r.path} HTTP/1.1\r\n${o.hostLine}`;
+      const hs = r.headers;
       for (let i = 0; i < hs.length; i += 2) head += `${hs[i]}: ${hs[i + 1]}\r\n`;
-      const body = req.body;
-      if (body !== null || req.method === 'POST' || req.method === 'PUT' || req.method === 'PATCH') head += `content-length: ${body?.length ?? 0}\r\n`;
+      const body = r.body;
+      if (body !== null || r.method === 'POST' || r.method === 'PUT' || r.method === 'PATCH') head += `content-length: ${body?.length ?? 0}\r\n`;
       head += '\r\n';
       if (body !== null && body.length > 0) {
         c.socket.cork();
@@ -315,8 +333,8 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
       // "Sent" is when the request is handed to a connected socket, not when the kernel has taken
       // all of it: a body larger than the socket buffer goes out as fast as the replica reads,
       // and that wait is the replica's time (upstream_*), not the gateway's (connect).
-      if (!c.socket.connecting) h.onRequestSent();
-      else c.socket.once(o.tls ? 'secureConnect' : 'connect', () => { if (!finished && conn === c) h.onRequestSent(); });
+      if (!c.socket.connecting) h!.onRequestSent();
+      else c.socket.once(o.tls ? 'secureConnect' : 'connect', () => { if (!finished && conn === c) h!.onRequestSent(); });
     }
 
     start(takeIdle(o));
