@@ -11,11 +11,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
-import { Pool } from 'undici';
-import { cpuSecondsOf } from './lib/cpu.js';
 import { fmt, percentiles, type Percentiles } from './lib/percentiles.js';
 import { histogramQuantile } from './lib/prom.js';
-import { benchBody, closedLoop, ttftOnce } from './overhead/load.js';
+import { benchBody, closePools, interleaved, loaded, rotatedRounds, steadyBlocks, warm } from './overhead/load.js';
 import { nginxPath, startNaive, startNginx, startRawNode, startSocketProxy, startTcpPipe, startUpstream, startWarmroute, type Target } from './overhead/targets.js';
 
 const { values: args } = parseArgs({
@@ -50,50 +48,15 @@ const nginx = args['no-nginx'] ? null : nginxPath();
 if (nginx) targets.push(await startNginx(nginx, upstream.url));
 else if (!args['no-nginx']) process.stderr.write('nginx not installed: the C reference is skipped (apt-get install nginx)\n');
 
-const pools1 = new Map(targets.map((t) => [t.name, new Pool(t.url, { connections: 1 })]));
-const pools50 = new Map(targets.map((t) => [t.name, new Pool(t.url, { connections: 50 })]));
-const c1 = new Map<string, number[]>(targets.map((t) => [t.name, []]));
-const c1Steady = new Map<string, number[]>(targets.map((t) => [t.name, []]));
-const c50 = new Map<string, number[]>(targets.map((t) => [t.name, []]));
-// CPU seconds per request of each target's own process(es) during the concurrency-50 blocks;
-// for "direct" that is the upstream itself.
-const cpuPerReq = new Map<string, number>();
+const loads = targets.map(loaded);
 
 try {
-  for (const t of targets) {
-    progress(`warming ${t.name}`);
-    for (let i = 0; i < 200; i++) await ttftOnce(pools1.get(t.name)!, body, 'warm');
-    await closedLoop(pools50.get(t.name)!, body, 50, 500, 'warm');
-  }
-  // Concurrency 1, steady: blocks of BLOCK requests per target, rotated, so drift and noise hit
-  // every target alike while each block runs on a warm target.
-  for (let b = 0; b < Math.ceil(N1 / BLOCK); b++) {
-    progress(`concurrency 1, steady: ${b * BLOCK}/${N1}`);
-    for (let k = 0; k < targets.length; k++) {
-      const t = targets[(b + k) % targets.length];
-      for (let j = 0; j < BLOCK; j++) c1Steady.get(t.name)!.push(await ttftOnce(pools1.get(t.name)!, body, `c1-${j % 7}`));
-    }
-  }
-  // Concurrency 1, interleaved: one request per target in turn.
-  for (let i = 0; i < N1; i++) {
-    if (i % 50 === 0) progress(`concurrency 1: ${i}/${N1}`);
-    for (let k = 0; k < targets.length; k++) {
-      const t = targets[(i + k) % targets.length];
-      c1.get(t.name)!.push(await ttftOnce(pools1.get(t.name)!, body, `c1-${i % 7}`));
-    }
-  }
-  // Concurrency 50: blocks per target, rotated over several rounds.
-  for (let r = 0; r < ROUNDS; r++) {
-    for (let k = 0; k < targets.length; k++) {
-      const t = targets[(r + k) % targets.length];
-      progress(`concurrency 50: round ${r + 1}/${ROUNDS}, ${t.name}`);
-      const pid = t.child?.proc.pid;
-      const cpu0 = pid ? cpuSecondsOf(pid) : 0;
-      const n = Math.ceil(N50 / ROUNDS);
-      c50.get(t.name)!.push(...(await closedLoop(pools50.get(t.name)!, body, 50, n, `c50-${r}`)));
-      if (pid) cpuPerReq.set(t.name, (cpuPerReq.get(t.name) ?? 0) + (cpuSecondsOf(pid) - cpu0) / (n * ROUNDS));
-    }
-  }
+  await warm(loads, body, progress);
+  const c1Steady = await steadyBlocks(loads, body, N1, BLOCK, progress);
+  const c1 = await interleaved(loads, body, N1, progress);
+  // CPU per request of each target's own process during the concurrency-50 blocks; for
+  // "direct" that is the upstream itself.
+  const { ttft: c50, cpuPerReq } = await rotatedRounds(loads, body, N50, ROUNDS, progress);
   progress('');
 
   const wr = targets.find((t) => t.name === 'warmroute')!;
@@ -158,6 +121,6 @@ try {
   writeFileSync(`${args.out}/overhead.md`, `${report}\n`);
   process.stdout.write(`${report}\n\nwrote ${args.out}/overhead.json and ${args.out}/overhead.md\n`);
 } finally {
-  for (const p of [...pools1.values(), ...pools50.values()]) await p.close();
+  await closePools(loads);
   for (const t of targets.reverse()) await t.child?.stop();
 }

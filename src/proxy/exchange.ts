@@ -68,7 +68,7 @@ export function createProxy(deps: ProxyDeps): Proxy {
       return proxy(req, res, identity, body, clock);
     },
     reject(req, res, err) {
-      requestMetrics.requests(`none\u0000none\u0000${Math.floor(err.statusCode / 100)}xx`).inc();
+      requestMetrics.requests('none', 'none', `${Math.floor(err.statusCode / 100)}xx`).inc();
       log.info({ method: req.method, path: req.url, status: err.statusCode, err: err.openaiCode, detail: err.message }, 'request');
       writeError(res, err);
     },

@@ -37,7 +37,7 @@ export function recordExchange(
   if (ttft !== null) m.ttft(outcome.reason).observe(ttft / 1000);
   if (overhead !== null) m.overhead.observe(overhead / 1000);
   const replica = outcome.replica ?? 'none';
-  m.requests(`${replica}\u0000${outcome.reason}\u0000${statusClass(outcome.status, outcome.aborted)}`).inc();
+  m.requests(replica, outcome.reason, statusClass(outcome.status, outcome.aborted)).inc();
   const u = outcome.usage;
   if (u && outcome.replica) {
     if (u.promptTokens !== null) m.promptTokens(replica).inc(u.promptTokens);

@@ -47,26 +47,17 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-/** The per-request metrics' series, looked up once per label set and then held. */
+/** The per-request metrics, by label values (each series is made once, then found by its key). */
 export function createRequestMetrics(m: Metrics) {
-  const hop = HOPS.map((h) => m.hopDuration.labels(h));
-  const memo = <T>(make: (key: string) => T) => {
-    const cache = new Map<string, T>();
-    return (key: string): T => {
-      let v = cache.get(key);
-      if (v === undefined) cache.set(key, (v = make(key)));
-      return v;
-    };
-  };
   return {
-    /** Children in HOPS order. */
-    hop,
-    ttft: memo((route) => m.ttft.labels(route)),
+    /** Series in HOPS order. */
+    hop: HOPS.map((h) => m.hopDuration.labels(h)),
+    ttft: (route: string) => m.ttft.labels(route),
     overhead: m.overhead,
-    decisions: memo((reason) => m.decisions.labels(reason)),
-    requests: memo((k) => { const [replica, route, code] = k.split('\u0000'); return m.requests.labels(replica, route, code); }),
-    promptTokens: memo((replica) => m.promptTokens.labels(replica)),
-    cachedTokens: memo((replica) => m.cachedTokens.labels(replica)),
+    decisions: (reason: string) => m.decisions.labels(reason),
+    requests: (replica: string, route: string, code: string) => m.requests.labels(replica, route, code),
+    promptTokens: (replica: string) => m.promptTokens.labels(replica),
+    cachedTokens: (replica: string) => m.cachedTokens.labels(replica),
   };
 }
 

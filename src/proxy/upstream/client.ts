@@ -46,8 +46,7 @@ export interface UpstreamClient {
   dispatch(req: UpstreamRequest, handler: UpstreamHandler): void;
   /** Idle connections closed now, busy ones once their response is over. */
   close(): Promise<void>;
-  destroy(): void;
-  /** Open connections per origin: busy and idle (for tests and the admin view). */
+  /** Open connections per origin: busy and idle. */
   connections(): Record<string, { busy: number; idle: number }>;
 }
 
@@ -102,7 +101,6 @@ const DEFAULT_KEEPALIVE_MS = 4_000;
 
 export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClient {
   const origins = new Map<string, Origin>();
-  const open = new Set<Conn>();
   const keepAliveMs = opts.keepAliveMs ?? DEFAULT_KEEPALIVE_MS;
   const maxHeadBytes = opts.maxHeadBytes ?? 64 * 1024;
   let closing = false;
@@ -127,7 +125,6 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 60_000);
     const conn: Conn = { socket, origin: o, exchange: null, reused: false, keepAliveMs, lastError: null };
-    open.add(conn);
     socket.on('data', (buf: Buffer) => {
       if (conn.exchange) conn.exchange.data(buf);
       else socket.destroy(); // bytes on an idle connection: nothing may follow, drop it
@@ -138,7 +135,6 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
       else socket.destroy();
     });
     socket.on('close', () => {
-      open.delete(conn);
       const i = o.idle.indexOf(conn);
       if (i >= 0) o.idle.splice(i, 1);
       const ex = conn.exchange;
@@ -254,9 +250,8 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
         }
         conn = null;
         o.busy--;
-        if (parser?.eof()) return;
-        finished = true;
-        drop().onError(err && (err as { code?: string }).code
+        if (parser!.eof()) return; // a body delimited by the close: complete
+        end(err && (err as { code?: string }).code
           ? err
           : new UpstreamError(gotBytes ? 'replica closed the connection mid-response' : 'replica closed the connection', 'WR_SOCKET_CLOSED'));
       },
@@ -302,10 +297,18 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
           end(null);
         },
       }, { maxHeadBytes, noBody: req!.method === 'HEAD' });
-      const connecting = c.socket.connecting;
-      c.socket.setTimeout(connecting ? opts.connectTimeoutMs : req!.headersTimeout);
-      if (connecting) c.socket.once(o.tls ? 'secureConnect' : 'connect', () => { if (conn === c && !finished) c.socket.setTimeout(req!.headersTimeout); });
       write(c);
+      // "Sent" is when the request is handed to a connected socket, not when the kernel has taken
+      // all of it: a body larger than the socket buffer goes out as fast as the replica reads,
+      // and that wait is the replica's time (upstream_*), not the gateway's (connect).
+      if (!c.socket.connecting) return sent(c);
+      c.socket.setTimeout(opts.connectTimeoutMs);
+      c.socket.once(o.tls ? 'secureConnect' : 'connect', () => { if (conn === c && !finished) sent(c); });
+    }
+
+    function sent(c: Conn) {
+      c.socket.setTimeout(req!.headersTimeout);
+      h!.onRequestSent();
     }
 
     function resume() {
@@ -330,11 +333,6 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
       } else {
         c.socket.write(head, 'latin1');
       }
-      // "Sent" is when the request is handed to a connected socket, not when the kernel has taken
-      // all of it: a body larger than the socket buffer goes out as fast as the replica reads,
-      // and that wait is the replica's time (upstream_*), not the gateway's (connect).
-      if (!c.socket.connecting) h!.onRequestSent();
-      else c.socket.once(o.tls ? 'secureConnect' : 'connect', () => { if (!finished && conn === c) h!.onRequestSent(); });
     }
 
     start(takeIdle(o));
@@ -349,11 +347,6 @@ export function createUpstreamClient(opts: UpstreamClientOptions): UpstreamClien
       for (const o of origins.values()) busy += o.busy;
       if (busy === 0) return;
       await new Promise<void>((r) => { closedAll = r; });
-    },
-    destroy() {
-      closing = true;
-      // Busy connections end through their exchanges' error paths (the close event).
-      for (const c of open) c.socket.destroy();
     },
     connections() {
       const out: Record<string, { busy: number; idle: number }> = {};
