@@ -7,7 +7,7 @@
 //   npx tsx bench/hash.ts [--iterations N] [--json out.json]
 
 import { writeFileSync } from 'node:fs';
-import { DEFAULT_IDENTITY_OPTIONS, identify } from '../src/routing/identity.js';
+import { DEFAULT_IDENTITY_OPTIONS, identify } from '../src/identify/identity.js';
 import { createPrefixIndex } from '../src/routing/prefix-index.js';
 import { createRouter } from '../src/routing/router.js';
 import type { ReplicaView } from '../src/routing/types.js';
@@ -84,7 +84,7 @@ const replicas: ReplicaView[] = Array.from({ length: 8 }, (_, i) => ({
   waiting: 0, running: i % 3, kvUsage: 0.3, kvCapacityTokens: 500_000,
 }));
 const router = createRouter('affinity', { store: createMemorySessionStore({ maxSessions: 100_000, ttlMs: 600_000 }) });
-const warm = { replica: 'replica-3', ok: true, upstreamTtftMs: 70, promptTokens: 9000, cachedTokens: 8800 };
+const warm = { replica: 'replica-3', result: 'ok' as const, replicaTtftMs: 70, promptTokens: 9000, cachedTokens: 8800 };
 router.served(chatId, warm);
 
 const results: Result[] = [

@@ -1,26 +1,26 @@
 import type { AddressInfo } from 'node:net';
-import Fastify, { type FastifyInstance } from 'fastify';
+import type { Server } from 'node:http';
+import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { Agent } from 'undici';
-import { createUpstreamClient } from './proxy/upstream/client.js';
-import { buildAdmin } from './admin.js';
-import type { ResolvedConfig } from './config/schema.js';
+import type { Agent } from 'undici';
+import { buildAdmin } from './admin/routes.js';
 import { performanceWarnings } from './config/load.js';
+import type { ResolvedConfig } from './config/schema.js';
+import { createDataPlaneServer } from './edge/listener.js';
+import { createPipeline } from './edge/pipeline.js';
 import { createHealth, type Health } from './fleet/health.js';
 import { createRegistry, type Registry } from './fleet/registry.js';
-import { createAdmission } from './proxy/admission.js';
-import { createServer } from 'node:http';
-import { createProxy, type ProxyDeps } from './proxy/exchange.js';
-import { createFastPath } from './proxy/fast-path.js';
-import { registerClientRoutes } from './proxy/routes.js';
-import { createRouter, type Strategy } from './routing/router.js';
-import type { Router } from './routing/types.js';
-import type { RoutingOptionsInput } from './routing/options.js';
+import { identityOptionsOf } from './identify/identity.js';
+import { createAdmission } from './queue/admission.js';
+import { createRecorder } from './record/record.js';
+import { createRouter } from './routing/router.js';
+import { ROUTE_REASONS, type Router } from './routing/types.js';
 import { createMemorySessionStore } from './store/memory.js';
 import { createRedisSessionStore } from './store/redis.js';
 import type { SessionStore } from './store/types.js';
 import { createLogger } from './telemetry/logger.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
+import { createUpstreamAgent, tlsByOrigin } from './upstream/agent.js';
 
 export interface GatewayDeps {
   log?: Logger;
@@ -30,13 +30,14 @@ export interface GatewayDeps {
 }
 
 export interface Gateway {
-  readonly app: FastifyInstance;
+  readonly server: Server;
   readonly admin: FastifyInstance;
   readonly registry: Registry;
   readonly router: Router;
   readonly metrics: Metrics;
   readonly health: Health;
   readonly store: SessionStore;
+  readonly agent: Agent;
   readonly log: Logger;
   /** Probes the fleet once, then listens on both ports; returns the bound addresses. */
   listen(): Promise<{ url: string; adminUrl: string }>;
@@ -45,33 +46,20 @@ export interface Gateway {
   readonly draining: () => boolean;
 }
 
+/** The composition root: every part of the gateway built once, from the configuration. */
 export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Gateway {
   const log = deps.log ?? createLogger(config.logging.level);
   const metrics = createMetrics({ defaultMetrics: deps.defaultMetrics });
+  for (const reason of ROUTE_REASONS) metrics.decisions.inc({ reason }, 0);
   const registry = createRegistry(config.upstreams);
   const store = deps.store ?? (config.redis.url
     ? createRedisSessionStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
     : createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs }));
-  const router = createRouter(config.routing.strategy as Strategy, { store, options: config.routing.options as RoutingOptionsInput });
-  // Forwarded requests go over the upstream client's keep-alive sockets; undici's agent serves the
-  // gateway's own calls to the replicas (health, models, metrics).
-  const upstream = createUpstreamClient({
-    connectTimeoutMs: config.timeouts.connectMs,
-    onStaleRetry: (origin) => {
-      metrics.staleRetries.inc();
-      log.debug({ origin }, 'replica closed an idle connection as a request was written: sent again on a new one');
-    },
-  });
-  const agent = new Agent({
-    connect: { timeout: config.timeouts.connectMs },
-    keepAliveTimeout: 30_000,
-    keepAliveMaxTimeout: 600_000,
-    connections: null,
-    pipelining: 1,
-  });
+  const router = createRouter(config.routing.strategy, { store, options: config.routing.options });
+  const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tlsByOrigin(config.upstreams) });
   const health = createHealth({
     registry, agent, metrics, log,
-    onRecovered: (name) => router.forgetReplica?.(name),
+    onRecovered: (name) => router.forgetReplica(name),
     options: {
       downBackoffMs: config.health.downBackoffMs,
       probeIntervalMs: config.health.probeIntervalMs,
@@ -85,59 +73,50 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const isDraining = () => draining;
   const open = new Set<Promise<unknown>>();
 
-  const proxyDeps: ProxyDeps = {
-    upstream, admission, health, router, metrics, config, registry, log,
+  const handle = createPipeline({
+    agent, admission, health, metrics, config, registry, router, log,
     byName: registry.byName,
-    identityOptions: { sessionKeySources: config.routing.sessionKeySources, maxSessionKeyBytes: config.routing.maxSessionKeyBytes, ...config.routing.identity },
+    recorder: createRecorder({ metrics, log, router }),
+    identity: identityOptionsOf(config),
     draining: isDraining,
     track(p) {
       open.add(p);
       void p.finally(() => open.delete(p));
     },
-  };
-  const proxy = createProxy(proxyDeps);
-  const fastPath = createFastPath(proxy, { bodyLimit: config.limits.bodyBytes, log });
-  const app = Fastify({
-    logger: false, bodyLimit: config.limits.bodyBytes, forceCloseConnections: 'idle', return503OnClosing: false,
-    serverFactory: (handler) => {
-      const server = createServer((req, res) => { if (!fastPath(req, res)) handler(req, res); });
-      server.keepAliveTimeout = 65_000;
-      return server;
-    },
   });
-  registerClientRoutes(app, proxyDeps, proxy);
+  const server = createDataPlaneServer(handle);
   // Routing state as gauges, computed when Prometheus scrapes rather than per request.
   const beforeScrape = () => {
     const pins = router.pinsByReplica();
     for (const r of registry.replicas) {
       metrics.sessionsPinned.set({ replica: r.name }, pins.get(r.name) ?? 0);
-      // In flight is read here rather than set per request: a labelled gauge set hashes its labels.
       metrics.inflight.set({ replica: r.name }, r.inflight);
     }
-    const st = router.stats?.();
-    if (st) metrics.prefixEntries.set(st.prefixEntries);
+    metrics.prefixEntries.set(router.stats().prefixEntries);
   };
   const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
 
-  const addr = (f: FastifyInstance) => {
-    const a = f.server.address() as AddressInfo;
+  const urlOf = (a: AddressInfo) => {
     const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
     return `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${a.port}`;
   };
 
   return {
-    app, admin, registry, router, metrics, health, store, log,
+    server, admin, registry, router, metrics, health, store, agent, log,
     draining: isDraining,
     async listen() {
       if (store.ready) await waitReady(store.ready(), log);
       await health.probeAll();
       await health.scrapeAll();
       health.start();
-      await app.listen({ host: config.listen.host, port: config.listen.port });
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(config.listen.port, config.listen.host, () => { server.off('error', reject); resolve(); });
+      });
       await admin.listen({ host: config.admin.host, port: config.admin.port });
-      const urls = { url: addr(app), adminUrl: addr(admin) };
+      const urls = { url: urlOf(server.address() as AddressInfo), adminUrl: urlOf(admin.server.address() as AddressInfo) };
       log.info({ ...urls, strategy: router.strategy, replicas: registry.replicas.map((r) => ({ name: r.name, up: r.up })) }, 'warmroute listening');
       return urls;
     },
@@ -147,7 +126,8 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       metrics.draining.set(1);
       health.stop();
       log.info({ open: open.size, drainMs: config.timeouts.drainMs }, 'draining: no new requests, waiting for open streams');
-      const closed = app.close();
+      const closed = new Promise<void>((r) => server.close(() => r()));
+      server.closeIdleConnections();
       const drained = Promise.allSettled([...open]);
       let timer: NodeJS.Timeout | undefined;
       const timedOut = await Promise.race([
@@ -158,10 +138,9 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       if (timedOut) log.warn({ open: open.size }, 'drain timeout: closing the remaining streams');
       // Every exchange is over (or out of time): what is left are keep-alive connections that
       // went idle after close() began; they would otherwise hold the process for keepAliveTimeout.
-      app.server.closeAllConnections();
+      server.closeAllConnections();
       await closed;
       await admin.close();
-      await upstream.close();
       await agent.close().catch(() => agent.destroy());
       await store.close();
       log.info('closed');

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { Value } from '@sinclair/typebox/value';
 import { parse as parseYaml } from 'yaml';
-import { DEFAULT_ROUTING_OPTIONS, resolveRoutingOptions, type RoutingOptionsInput } from '../routing/options.js';
-import { ConfigSchema, type ResolvedConfig, type UpstreamConfig } from './schema.js';
+import { withDefaults } from './defaults.js';
+import { ConfigSchema, type ResolvedConfig, type RoutingOptions, type UpstreamConfig } from './schema.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -106,36 +105,42 @@ export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.e
   if (raw.upstreams === undefined) {
     throw new ConfigError(['no upstream replicas: pass --upstream URL (repeatable), set WARMROUTE_UPSTREAM, or list `upstreams` in the config file']);
   }
-  return resolveConfig(raw);
+  const config = resolveConfig(raw);
+  const unreadable = config.upstreams.flatMap((u, i) => {
+    if (!u.tls?.caFile) return [];
+    try {
+      readFileSync(u.tls.caFile);
+      return [];
+    } catch (e) {
+      return [`/upstreams/${i}/tls/caFile: cannot read ${u.tls.caFile}: ${(e as Error).message}`];
+    }
+  });
+  if (unreadable.length) throw new ConfigError(unreadable);
+  return config;
+}
+
+/** Checks across fields that a schema cannot state. */
+export function routingOptionProblems(o: RoutingOptions, at = '/routing/options'): string[] {
+  return o.hardCapFactor >= o.loadFactor ? [] : [`${at}/hardCapFactor: must be ≥ loadFactor (${o.loadFactor}) (got ${o.hardCapFactor})`];
 }
 
 /** Validates a raw config object (as read from YAML), fills defaults, names upstreams, freezes. */
 export function resolveConfig(raw: Raw): ResolvedConfig {
-  const withDefaults = Value.Default(ConfigSchema, structuredClone(raw)) as Raw;
-  const problems = [...Value.Errors(ConfigSchema, withDefaults)].map((e) => `${e.path || '/'}: ${e.message}${e.value !== undefined && typeof e.value !== 'object' ? ` (got ${JSON.stringify(e.value)})` : ''}`);
+  const { value, problems } = withDefaults(ConfigSchema, raw);
   if (problems.length) throw new ConfigError(problems);
-
-  const upstreams: UpstreamConfig[] = (withDefaults.upstreams as UpstreamConfig[]).map((u) => ({
+  const upstreams: UpstreamConfig[] = value.upstreams.map((u) => ({
     ...u,
     url: u.url.replace(/\/$/, ''),
     name: u.name ?? upstreamName(u.url),
   }));
-  const options = withDefaults.routing.options as Record<string, unknown>;
-  for (const k of Object.keys(options)) {
-    if (!(k in DEFAULT_ROUTING_OPTIONS)) problems.push(`/routing/options/${k}: unknown routing option`);
-  }
-  try {
-    resolveRoutingOptions(options as RoutingOptionsInput);
-  } catch (e) {
-    problems.push(`/routing/options: ${(e as Error).message}`);
-  }
+  problems.push(...routingOptionProblems(value.routing.options));
   const seen = new Set<string>();
   for (const [i, u] of upstreams.entries()) {
     if (seen.has(u.name)) problems.push(`/upstreams/${i}/name: duplicate replica name ${u.name}`);
     seen.add(u.name);
   }
   if (problems.length) throw new ConfigError(problems);
-  return deepFreeze({ ...(withDefaults as ResolvedConfig), upstreams });
+  return deepFreeze({ ...value, upstreams });
 }
 
 /** Settings that cost latency or visibility; each is logged at warn on start. */

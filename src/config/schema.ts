@@ -1,61 +1,148 @@
 import { Type, type Static } from '@sinclair/typebox';
 
+// The one place every default lives. config/warmroute.example.yaml shows these values and a test
+// fails when the two disagree.
+
 const Port = (def: number) => Type.Integer({ minimum: 0, maximum: 65535, default: def });
 const Ms = (def: number, min = 1) => Type.Integer({ minimum: min, default: def });
+const NonNegative = (def: number) => Type.Number({ minimum: 0, default: def });
+const Section = <T extends Parameters<typeof Type.Object>[0]>(props: T) => Type.Object(props, { default: {}, additionalProperties: false });
 
 export const UpstreamSchema = Type.Object({
   /** Name shown in headers, metrics and logs; defaults to host:port of the url. */
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.:-]+$' })),
   url: Type.String({ pattern: '^https?://[^/]+/?$' }),
-  /** Replaces the client's Authorization header towards this replica; never logged or returned. */
-  apiKey: Type.Optional(Type.String({ minLength: 1 })),
+  /**
+   * Replaces the client's Authorization header towards this replica; never logged or returned.
+   * Visible ASCII only: a CR or LF here would end up in the request head.
+   */
+  apiKey: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, pattern: '^[\\x21-\\x7e]+$' })),
   weight: Type.Number({ exclusiveMinimum: 0, default: 1 }),
+  /** https replicas: a private CA (PEM file) and the name to verify, when it is not the url's host. */
+  tls: Type.Optional(Type.Object({
+    caFile: Type.Optional(Type.String({ minLength: 1 })),
+    servername: Type.Optional(Type.String({ minLength: 1 })),
+  }, { additionalProperties: false })),
 }, { additionalProperties: false });
 
+export const SessionKeySourceSchema = Type.Union([
+  Type.String({ pattern: '^(header|body):.+$' }),
+  Type.Object({
+    from: Type.Union([Type.Literal('header'), Type.Literal('body')]),
+    name: Type.String({ minLength: 1 }),
+    enabled: Type.Boolean({ default: true }),
+  }, { additionalProperties: false }),
+]);
+
+/** How prompts are cut into prefix-chain links and sized in tokens (src/identify/). */
+export const IdentitySchema = Section({
+  /** Token estimate: UTF-8 bytes per token (4 for English prose, where bytes = chars). */
+  bytesPerToken: Type.Number({ exclusiveMinimum: 0, default: 4 }),
+  /** /v1/completions string prompts: bytes per link (64 ≈ 16 tokens ≈ one vLLM block). */
+  blockBytes: Type.Integer({ minimum: 4, default: 64 }),
+  /** /v1/completions token-id prompts: ids per link (vLLM's block size). */
+  blockTokens: Type.Integer({ minimum: 1, default: 16 }),
+  /** /v1/completions: the placement key is the link ending this many blocks in (≈ 256 tokens). */
+  placementBlocks: Type.Integer({ minimum: 1, default: 16 }),
+});
+
+/** Tuning of the routing strategies (src/routing/). */
+export const RoutingOptionsSchema = Section({
+  /**
+   * c of consistent hashing with bounded loads (Mirrokni–Thorup–Zadimoghaddam): a new placement
+   * (or a spill target) may not take a replica past c × the average in-flight load, weighted.
+   */
+  loadFactor: Type.Number({ exclusiveMinimum: 1, default: 1.25 }),
+  /**
+   * A pinned session (or a keyless one following its prefix) stays on its replica until that
+   * replica's load passes max(hardCapFactor × average, hardCapMin); then it spills and re-pins.
+   * Must be ≥ loadFactor.
+   */
+  hardCapFactor: Type.Number({ exclusiveMinimum: 1, default: 2 }),
+  /**
+   * Floor of the hard cap, in requests in flight per unit of weight: at low traffic balance never
+   * beats a warm cache (one vLLM replica decodes dozens of voice sessions at once without queueing).
+   */
+  hardCapMin: NonNegative(16),
+  /**
+   * Half-life of each replica's recent request count, the load that new placements and spill
+   * targets are also bounded on (c × average): sessions in think time have nothing in flight.
+   */
+  trafficHalfLifeMs: NonNegative(30_000),
+  /** A session that moved less than this long ago only moves again for the hard cap or a failure (anti-flap). */
+  spillCooldownMs: NonNegative(10_000),
+  /** Worth of one unit of weighted score, in ms of estimated TTFT (score bonuses are subtracted from it). */
+  scoreMs: NonNegative(100),
+  /** Estimated costs within this many ms are a tie, broken at random. */
+  tieMs: NonNegative(1),
+  weights: Section({
+    /** Session pin scorer: 1 for the replica a keyed session is pinned to. */
+    sessionPin: NonNegative(1),
+    /** Prefix match scorer: matched prefix tokens / prompt tokens, per replica. */
+    prefixMatch: NonNegative(1),
+    /** Load scorer: 1 for an idle replica with an empty KV cache, towards 0 as either fills. */
+    load: NonNegative(0.2),
+  }),
+  /** The cost model's starting point for a replica it has not observed yet (and the pull-back target). */
+  prior: Section({
+    /** TTFT of a fully cached prompt on an idle replica (seed figure: 28 ms warm floor). */
+    fixedMs: NonNegative(30),
+    /** Prefill per uncached token (seed figures: 130 ms fresh 1K, 864 ms cold 5.5K → ~0.13). */
+    prefillMsPerToken: Type.Number({ exclusiveMinimum: 0, default: 0.13 }),
+    /** Added TTFT per request waiting in the replica's queue (vllm:num_requests_waiting). */
+    queueMsPerWaiting: NonNegative(50),
+    /** Added TTFT per request already running (decode batches slow each step a little). */
+    msPerRunning: NonNegative(1),
+  }),
+  /** RLS forgetting factor per observation: 0.98 ≈ the last 50 requests to each replica weigh most. */
+  costForgetting: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 0.98 }),
+  /**
+   * Prefix index bound in (chain link × replica) entries; 0 disables prefix matching. 10,000
+   * sessions × 30 turns × ~2 new links per turn, rounded up: < 100 MB (see prefix-index.ts).
+   */
+  prefixMaxEntries: Type.Integer({ minimum: 0, default: 640_000 }),
+  /** A link not served again for this long is assumed evicted (≈ vLLM's prefix lifetime under steady load). */
+  prefixTtlMs: NonNegative(600_000),
+  /** session-hash strategy: ring points per unit of replica weight. */
+  ringVnodes: Type.Integer({ minimum: 1, default: 160 }),
+  /** session-hash strategy, requests without a key: rotate (`round-robin`) or hash the first user turn (`first-turn`). */
+  sessionHashKeyless: Type.Union([Type.Literal('round-robin'), Type.Literal('first-turn')], { default: 'round-robin' }),
+});
+
+export const STRATEGY_NAMES = ['affinity', 'round-robin', 'least-loaded', 'session-hash'] as const;
+
 export const ConfigSchema = Type.Object({
-  listen: Type.Object({
+  listen: Section({
     host: Type.String({ default: '0.0.0.0' }),
     port: Port(8080),
-  }, { default: {}, additionalProperties: false }),
-  admin: Type.Object({
+  }),
+  admin: Section({
     host: Type.String({ default: '0.0.0.0' }),
     port: Port(9090),
-  }, { default: {}, additionalProperties: false }),
+  }),
   upstreams: Type.Array(UpstreamSchema, { minItems: 1 }),
-  routing: Type.Object({
-    strategy: Type.Union([Type.Literal('affinity'), Type.Literal('round-robin'), Type.Literal('least-loaded'), Type.Literal('session-hash')], { default: 'affinity' }),
+  routing: Section({
+    strategy: Type.Union(STRATEGY_NAMES.map((s) => Type.Literal(s)), { default: 'affinity' }),
     /**
      * Ordered sources of the session key; the first present wins. Each is `header:<name>` /
-     * `body:<field>`, or `{ from, name, enabled }` to list a source but keep it off (body:user is).
+     * `body:<field>`, or `{ from, name, enabled }` to list a source but keep it off (body:user is:
+     * one OpenAI `user` often holds several concurrent sessions).
      */
-    sessionKeySources: Type.Array(Type.Union([
-      Type.String({ pattern: '^(header|body):.+$' }),
-      Type.Object({
-        from: Type.Union([Type.Literal('header'), Type.Literal('body')]),
-        name: Type.String({ minLength: 1 }),
-        enabled: Type.Boolean({ default: true }),
-      }, { additionalProperties: false }),
-    ]), {
+    sessionKeySources: Type.Array(SessionKeySourceSchema, {
       default: [
         'header:x-session-id', 'header:x-session-affinity', 'body:prompt_cache_key', 'body:session_id',
         { from: 'body', name: 'user', enabled: false },
       ],
     }),
     maxSessionKeyBytes: Type.Integer({ minimum: 1, maximum: 4096, default: 256 }),
-    /** How prompts are cut into prefix-chain links and sized in tokens (see src/routing/identity.ts). */
-    identity: Type.Object({
-      bytesPerToken: Type.Number({ exclusiveMinimum: 0, default: 4 }),
-      blockBytes: Type.Integer({ minimum: 4, default: 64 }),
-      blockTokens: Type.Integer({ minimum: 1, default: 16 }),
-      placementBlocks: Type.Integer({ minimum: 1, default: 16 }),
-    }, { default: {}, additionalProperties: false }),
+    identity: IdentitySchema,
     /** Pins kept in memory (LRU beyond), and how long an idle pin lives. */
     maxSessions: Type.Integer({ minimum: 1, default: 100_000 }),
     sessionTtlMs: Ms(600_000),
-    /** Strategy-specific tuning passed to the router (see src/routing/options.ts). */
-    options: Type.Record(Type.String(), Type.Unknown(), { default: {} }),
-  }, { default: {}, additionalProperties: false }),
-  timeouts: Type.Object({
+    options: RoutingOptionsSchema,
+  }),
+  timeouts: Section({
+    /** TCP connect (and TLS handshake) to a replica; past it the next replica is tried. */
     connectMs: Ms(2_000),
     /** Request written → response headers; past it the client gets a 504. */
     headersMs: Ms(30_000),
@@ -65,38 +152,44 @@ export const ConfigSchema = Type.Object({
     queueMs: Ms(10_000),
     /** SIGTERM: how long in-flight streams may take to finish. */
     drainMs: Ms(30_000, 0),
-  }, { default: {}, additionalProperties: false }),
-  limits: Type.Object({
+  }),
+  limits: Section({
     bodyBytes: Type.Integer({ minimum: 1024, default: 16 * 1024 * 1024 }),
+    /** Nesting of arrays and objects in the fields routing reads (messages, tools, ...). */
+    jsonDepth: Type.Integer({ minimum: 8, maximum: 1024, default: 128 }),
     /** Extra replicas tried when one fails before any response byte. */
     maxRetries: Type.Integer({ minimum: 0, maximum: 10, default: 2 }),
     /** Admission control per replica; 0 = no gateway-side queue. */
     maxInflightPerReplica: Type.Integer({ minimum: 0, default: 0 }),
-  }, { default: {}, additionalProperties: false }),
-  health: Type.Object({
+  }),
+  health: Section({
     /** A replica that refused a connection is skipped this long before a probe may bring it back. */
     downBackoffMs: Ms(5_000),
     /** Active probes (GET /health) of every replica, and /v1/models refresh. */
     probeIntervalMs: Ms(2_000),
     /** Scrape of each replica's /metrics (queue depth, KV usage); 0 turns it off. */
     statsIntervalMs: Ms(1_000, 0),
-  }, { default: {}, additionalProperties: false }),
-  headers: Type.Object({
+  }),
+  headers: Section({
     /** x-warmroute-replica and x-warmroute-route on responses. */
     route: Type.Boolean({ default: true }),
     serverTiming: Type.Boolean({ default: true }),
-  }, { default: {}, additionalProperties: false }),
-  logging: Type.Object({
+  }),
+  logging: Section({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
     /** Debug only: include prompt text in debug logs. Never on in production. */
     logPrompts: Type.Boolean({ default: false }),
-  }, { default: {}, additionalProperties: false }),
-  redis: Type.Object({
+  }),
+  redis: Section({
     url: Type.Union([Type.String({ pattern: '^rediss?://' }), Type.Null()], { default: null }),
     keyPrefix: Type.String({ default: 'warmroute:' }),
-  }, { default: {}, additionalProperties: false }),
+  }),
 }, { additionalProperties: false });
 
 export type Config = Static<typeof ConfigSchema>;
 export type UpstreamConfig = Static<typeof UpstreamSchema> & { name: string };
 export type ResolvedConfig = Omit<Config, 'upstreams'> & { upstreams: UpstreamConfig[] };
+export type RoutingOptions = Static<typeof RoutingOptionsSchema>;
+export type IdentityConfig = Static<typeof IdentitySchema>;
+export type SessionKeySourceConfig = Static<typeof SessionKeySourceSchema>;
+export type StrategyName = (typeof STRATEGY_NAMES)[number];

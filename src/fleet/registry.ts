@@ -27,7 +27,6 @@ export interface Registry {
   /** The same array, typed for routing: no copy per request. */
   readonly views: readonly ReplicaView[];
   byName(name: string): ReplicaState | undefined;
-  anyUp(): boolean;
 }
 
 export function createRegistry(upstreams: readonly UpstreamConfig[]): Registry {
@@ -55,6 +54,5 @@ export function createRegistry(upstreams: readonly UpstreamConfig[]): Registry {
     replicas,
     views: replicas,
     byName: (name) => index.get(name),
-    anyUp: () => replicas.some((r) => r.up && !r.draining),
   };
 }

@@ -1,4 +1,4 @@
-import type { CostPrior } from './options.js';
+import type { RoutingOptions } from '../config/schema.js';
 import type { ReplicaCost } from './types.js';
 
 /**
@@ -29,7 +29,6 @@ export interface CostModel {
   tokenScale(): number;
   params(replica: string): ReplicaCost;
   snapshot(): Map<string, ReplicaCost>;
-  forget(replica: string): void;
 }
 
 const N = 4;
@@ -45,7 +44,7 @@ interface Fit {
   samples: number;
 }
 
-export function createCostModel(prior: CostPrior, forgetting: number): CostModel {
+export function createCostModel(prior: RoutingOptions['prior'], forgetting: number): CostModel {
   const fits = new Map<string, Fit>();
   const theta0 = [prior.fixedMs, prior.prefillMsPerToken * KTOK, prior.queueMsPerWaiting, prior.msPerRunning];
   const pMax = PRIOR_SD.map((sd) => sd * sd);
@@ -143,7 +142,6 @@ export function createCostModel(prior: CostPrior, forgetting: number): CostModel
       return out;
     },
 
-    forget: (replica) => void fits.delete(replica),
   };
 }
 

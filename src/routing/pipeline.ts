@@ -1,38 +1,35 @@
 import { errors } from '../errors.js';
-import type { Filter, ReplicaView, RouteRequest, ScoredReplica, Scorer } from './types.js';
-
-export interface WeightedScorer {
-  readonly scorer: Scorer;
-  readonly weight: number;
-}
+import type { Composition, Decision, Filter, ReplicaView, RouteContext, WeightedScorer } from './types.js';
 
 /**
  * Runs the filters in order. An empty result is an error that says which filter emptied it:
  * no healthy replica (503) or no replica serving the model (404 model_not_found).
  */
-export function filterCandidates(req: RouteRequest, filters: readonly Filter[]): readonly ReplicaView[] {
-  let candidates = req.replicas;
+export function filterCandidates(ctx: RouteContext, filters: readonly Filter[]): readonly ReplicaView[] {
+  let candidates = ctx.replicas;
   for (const f of filters) {
-    candidates = f.apply(req, candidates);
+    candidates = f.apply(ctx, candidates);
     if (candidates.length === 0) {
-      if (f.name === 'model') throw errors.modelNotFound([req.identity.model ?? ''], 'model');
+      if (f.name === 'model') throw errors.modelNotFound([ctx.identity.model ?? ''], 'model');
       throw errors.noReplica();
     }
   }
   return candidates;
 }
 
-/** Weighted sum of the scorers' [0,1] scores per candidate. */
-export function scoreCandidates(
-  req: RouteRequest,
-  candidates: readonly ReplicaView[],
-  scorers: readonly WeightedScorer[],
-): ScoredReplica[] {
+/** Weighted sum of the scorers' [0,1] scores, in candidate order. */
+export function scoreCandidates(ctx: RouteContext, candidates: readonly ReplicaView[], scorers: readonly WeightedScorer[]): number[] {
   const totals = new Array<number>(candidates.length).fill(0);
   for (const { scorer, weight } of scorers) {
     if (weight === 0) continue;
-    const scores = scorer.score(req, candidates);
-    for (let i = 0; i < candidates.length; i++) totals[i] += weight * (scores.get(candidates[i].name) ?? 0);
+    const scores = scorer.score(ctx, candidates);
+    for (let i = 0; i < candidates.length; i++) totals[i] += weight * scores[i];
   }
-  return candidates.map((replica, i) => ({ replica, score: totals[i] }));
+  return totals;
+}
+
+/** One routing decision: filters → scorers → picker. */
+export function decide(ctx: RouteContext, c: Composition): Decision {
+  const candidates = filterCandidates(ctx, c.filters);
+  return c.picker.pick(ctx, candidates, scoreCandidates(ctx, candidates, c.scorers));
 }

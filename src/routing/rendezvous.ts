@@ -1,4 +1,4 @@
-import { hash64 } from './hash.js';
+import { hash64 } from '../identify/hash.js';
 import type { ReplicaView } from './types.js';
 
 const TWO_POW_53 = 2 ** 53;
@@ -11,15 +11,10 @@ function scoreHashed(keyHash: bigint, replica: ReplicaView): number {
 }
 
 /**
- * Weighted rendezvous (highest-random-weight) score of `key` on `replica`:
- * w / −ln(u) with u uniform in (0,1) from xxhash64(key, replica). Removing a replica moves only
- * the keys it owned; every gateway computes the same order with no shared state.
+ * Replicas in weighted rendezvous (highest-random-weight) order for `key`, best first: the score
+ * of a replica is w / −ln(u), u uniform in (0,1) from xxhash64(key, replica). Removing a replica
+ * moves only the keys it owned; every gateway computes the same order with no shared state.
  */
-export function rendezvousScore(key: string, replica: ReplicaView): number {
-  return scoreHashed(hash64(key), replica);
-}
-
-/** Replicas in rendezvous order for `key`, best first. */
 export function rendezvousRank<R extends ReplicaView>(key: string, replicas: readonly R[]): R[] {
   const k = hash64(key);
   const scored = replicas.map((r) => ({ r, s: scoreHashed(k, r) }));

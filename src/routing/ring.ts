@@ -1,4 +1,4 @@
-import { xx } from './hash.js';
+import { xx } from '../identify/hash.js';
 import { weightOf } from './load.js';
 import type { ReplicaView } from './types.js';
 

@@ -1,35 +1,135 @@
+import { STRATEGY_NAMES, type StrategyName } from '../config/schema.js';
+import type { RequestIdentity } from '../identify/identity.js';
 import type { SessionStore } from '../store/types.js';
+import { createBrokenSessions } from './broken-sessions.js';
+import { createCostModel } from './cost-model.js';
+import { runningOf } from './load.js';
+import { createMoveLog } from './moves.js';
 import { resolveRoutingOptions, type RoutingOptionsInput } from './options.js';
-import type { Router } from './types.js';
-import { createAffinityRouter } from './strategies/affinity.js';
-import { createLeastLoadedRouter } from './strategies/least-loaded.js';
-import { createRoundRobinRouter } from './strategies/round-robin.js';
-import { createSessionHashRouter } from './strategies/session-hash.js';
+import { decide } from './pipeline.js';
+import { createPrefixIndex } from './prefix-index.js';
+import { compose } from './strategies.js';
+import { createTraffic } from './traffic.js';
+import type { RouteContext, Router } from './types.js';
 
-/**
- * `affinity` is warmroute; the others are the baselines it is benchmarked against:
- * `session-hash` (consistent-hash ring on the session key, no load bound: nginx, HAProxy,
- * production-stack), `round-robin`, `least-loaded`.
- */
-export const STRATEGIES = ['affinity', 'session-hash', 'round-robin', 'least-loaded'] as const;
-export type Strategy = (typeof STRATEGIES)[number];
+export const STRATEGIES = STRATEGY_NAMES;
+export type Strategy = StrategyName;
 
 export interface RouterDeps {
   readonly store: SessionStore;
   readonly now?: () => number;
   readonly random?: () => number;
-  /** Routing knobs; see options.ts for each one's meaning and default. Checked here (throws on nonsense). */
+  /** Routing knobs (the config schema documents each one and its default). Throws on nonsense. */
   readonly options?: RoutingOptionsInput;
 }
 
+// Keyless conversations remembered for hysteresis, and sessions remembered as broken off: past
+// this the oldest are forgotten first.
+const MAX_REMEMBERED = 100_000;
+
+/** What route() saw of each candidate, kept until served() feeds the cost model. */
+interface Seen {
+  readonly matched: number;
+  readonly waiting: number;
+  readonly running: number;
+}
+
+const NOTHING_WARM: ReadonlyMap<string, number> = new Map();
+
+/**
+ * A strategy's composition (strategies.ts) run over what the router knows: session pins (the
+ * store), which replica holds which prefix (prefix index), each replica's learned costs, recent
+ * traffic, keyless moves, and sessions whose last response broke off. route() looks these up
+ * once into a RouteContext for the filters, scorers and picker; served() is where they are learned.
+ */
 export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const now = deps.now ?? Date.now;
   const random = deps.random ?? Math.random;
-  const options = resolveRoutingOptions(deps.options);
-  switch (strategy) {
-    case 'affinity': return createAffinityRouter(deps.store, now, random, options);
-    case 'session-hash': return createSessionHashRouter(deps.store, now, options);
-    case 'round-robin': return createRoundRobinRouter(deps.store, now);
-    case 'least-loaded': return createLeastLoadedRouter(deps.store, now, random);
+  const o = resolveRoutingOptions(deps.options);
+  const { store } = deps;
+  const index = createPrefixIndex({ maxEntries: o.prefixMaxEntries, ttlMs: o.prefixTtlMs });
+  const cost = createCostModel(o.prior, o.costForgetting);
+  const traffic = createTraffic(o.trafficHalfLifeMs);
+  const moves = createMoveLog(MAX_REMEMBERED);
+  const broken = createBrokenSessions(MAX_REMEMBERED, o.prefixTtlMs);
+  const composition = compose(strategy, { options: o, cost, traffic, moves, random });
+  const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
+
+  function context(identity: RequestIdentity, replicas: RouteContext['replicas'], t: number): RouteContext {
+    const pin = identity.sessionKey === null ? null : store.get(identity.sessionKey, t);
+    if (!composition.learns) return { identity, replicas, now: t, pin, warm: NOTHING_WARM, avoid: null };
+    // Capacity is in the replica's tokens, the index counts estimated ones: close enough for a
+    // bound whose job is to forget the oldest links once a replica has surely evicted them.
+    for (const r of replicas) index.setCapacity(r.name, r.kvCapacityTokens);
+    const warm = identity.chain.length > 0 ? index.match(identity.chain, identity.chainTokens, t) : new Map<string, number>();
+    // A pin may come from another gateway through a shared store, unknown to this index: its
+    // recorded warm prefix counts while the replica would still hold it.
+    if (pin !== null && t - pin.lastSeen <= o.prefixTtlMs) {
+      const w = Math.min(pin.warmTokens, identity.promptTokens);
+      if (w > (warm.get(pin.replica) ?? 0)) warm.set(pin.replica, w);
+    }
+    return { identity, replicas, now: t, pin, warm, avoid: broken.avoid(identity.sessionKey ?? identity.placementKey, t) };
   }
+
+  return {
+    strategy,
+
+    route(req) {
+      const ctx = context(req.identity, req.replicas, now());
+      const d = decide(ctx, composition);
+      if (composition.learns) {
+        const notes = new Map<string, Seen>();
+        for (const r of d.ranked) notes.set(r.name, { matched: ctx.warm.get(r.name) ?? 0, waiting: r.waiting, running: runningOf(r) });
+        seen.set(req.identity, notes);
+      }
+      return d;
+    },
+
+    // `identity` must be the object route() was given: what route() saw of each replica (warm
+    // tokens, queue) is looked up by it for the cost model.
+    served(identity, outcome) {
+      if (!composition.learns) return;
+      const t = now();
+      const key = identity.sessionKey ?? identity.placementKey;
+      if (outcome.result === 'interrupted') {
+        broken.broke(key, outcome.replica, t);
+        return;
+      }
+      if (outcome.result !== 'ok') return;
+      broken.healed(key);
+      index.record(identity.chain, identity.chainTokens, outcome.replica, t);
+      traffic.served(outcome.replica, t);
+      if (identity.sessionKey !== null) store.pin(identity.sessionKey, outcome.replica, identity.promptTokens, t);
+      else if (identity.placementKey !== null) moves.served(identity.placementKey, outcome.replica, t);
+      if (outcome.promptTokens !== null) cost.observeTokens(identity.promptTokens, outcome.promptTokens);
+      if (outcome.replicaTtftMs === null) return;
+      const s = seen.get(identity)?.get(outcome.replica);
+      const exact = outcome.promptTokens !== null && outcome.cachedTokens !== null;
+      const uncached = exact
+        ? (outcome.promptTokens as number) - (outcome.cachedTokens as number)
+        : identity.promptTokens - (s?.matched ?? 0);
+      cost.observe(outcome.replica, uncached, exact, s?.waiting ?? 0, s?.running ?? 0, outcome.replicaTtftMs);
+    },
+
+    session(key) {
+      const t = now();
+      const info = store.get(key, t);
+      if (info === null) return null;
+      // Past the prefix TTL the replica has most likely evicted the conversation: nothing is warm.
+      return t - info.lastSeen > o.prefixTtlMs ? { ...info, warmTokens: 0 } : info;
+    },
+    unpin: (key) => store.unpin(key),
+    pinsByReplica: () => store.countsByReplica(now()),
+    forgetReplica(replica) {
+      index.forgetReplica(replica);
+      moves.forgetReplica(replica);
+      traffic.forget(replica);
+    },
+    stats: () => ({
+      prefixEntries: index.size(),
+      prefixTokensByReplica: index.tokensByReplica(),
+      costByReplica: cost.snapshot(),
+      tokenScale: cost.tokenScale(),
+    }),
+  };
 }

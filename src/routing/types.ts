@@ -2,12 +2,14 @@
  * The routing contract: filters → scorers → picker → a ranked list of replicas and a reason.
  * Routing is synchronous: everything it reads is already in memory when a request arrives.
  */
+import type { RequestIdentity } from '../identify/identity.js';
+import type { SessionInfo } from '../store/types.js';
 
 /** Why a request went where it went. Bounded: used as a metric label. */
-export const ROUTE_REASONS = ['pinned', 'prefix', 'placed', 'spill', 'failover', 'random', 'least-loaded', 'hash'] as const;
+export const ROUTE_REASONS = ['pinned', 'prefix', 'placed', 'spill', 'failover', 'round-robin', 'least-loaded', 'hash'] as const;
 export type RouteReason = (typeof ROUTE_REASONS)[number];
 
-/** What routing may read of one replica at decision time (owned by fleet/registry). */
+/** What routing may read of one replica at decision time (owned here; fleet/registry keeps it up to date). */
 export interface ReplicaView {
   readonly name: string;
   readonly weight: number;
@@ -25,32 +27,47 @@ export interface ReplicaView {
   readonly kvCapacityTokens: number | null;
 }
 
-/** What the gateway knows of a request, computed once from the parsed body and headers. */
-export interface RequestIdentity {
-  readonly kind: 'chat' | 'completion' | 'other';
-  readonly model: string | null;
-  /** Explicit affinity key (x-session-id, prompt_cache_key, ...), already length-checked. */
-  readonly sessionKey: string | null;
-  /** Where the key came from, e.g. `header:x-session-id`; bounded, safe as a log field. */
-  readonly sessionKeySource: string | null;
-  /** Cumulative prefix hashes: chain[i] covers links 0..i, so turn n's chain extends turn n−1's. */
-  readonly chain: readonly string[];
-  /** Estimated prompt tokens covered by chain[0..i]. */
-  readonly chainTokens: readonly number[];
-  /** Estimated prompt tokens of the whole request. */
-  readonly promptTokens: number;
-  /** Stable key for a fresh placement when there is no session key (e.g. hash of the first user turn). */
-  readonly placementKey: string | null;
-  /**
-   * Estimated tokens before the first user message (seed + system/developer messages): a prefix
-   * match no longer than this is the shared system prompt, not this conversation. 0 when unknown.
-   */
-  readonly sharedTokens?: number;
-}
-
 export interface RouteRequest {
   readonly identity: RequestIdentity;
   readonly replicas: readonly ReplicaView[];
+}
+
+/**
+ * Everything a filter, scorer or picker may read about the request being routed, looked up once
+ * per request and passed to each of them as an argument.
+ */
+export interface RouteContext extends RouteRequest {
+  /** Wall-clock ms (pins carry wall times across gateways). */
+  readonly now: number;
+  /** The session's pin, for a request with a session key that has one. */
+  readonly pin: SessionInfo | null;
+  /** Prompt tokens each replica is believed to hold warm (prefix index, and the pin's own record). */
+  readonly warm: ReadonlyMap<string, number>;
+  /** The replica this session's last request failed on after its first byte: placed elsewhere now. */
+  readonly avoid: string | null;
+}
+
+/** Narrows the candidate set; never reorders. */
+export interface Filter {
+  readonly name: string;
+  apply(ctx: RouteContext, candidates: readonly ReplicaView[]): readonly ReplicaView[];
+}
+
+/** A score in [0, 1] per candidate, in candidate order. */
+export interface Scorer {
+  readonly name: string;
+  score(ctx: RouteContext, candidates: readonly ReplicaView[]): readonly number[];
+}
+
+export interface WeightedScorer {
+  readonly scorer: Scorer;
+  readonly weight: number;
+}
+
+/** Orders the scored candidates (best first, the rest in failover order) and says why. */
+export interface Picker {
+  readonly name: string;
+  pick(ctx: RouteContext, candidates: readonly ReplicaView[], scores: readonly number[]): Decision;
 }
 
 export interface Decision {
@@ -63,51 +80,34 @@ export interface Decision {
   readonly estimatedTtftMs?: number;
 }
 
-/** Filters narrow the candidate set; they never reorder. */
-export interface Filter {
-  readonly name: string;
-  apply(req: RouteRequest, candidates: readonly ReplicaView[]): readonly ReplicaView[];
+/** A strategy: filters, weighted scorers and a picker, and whether routing learns from what it served. */
+export interface Composition {
+  readonly filters: readonly Filter[];
+  readonly scorers: readonly WeightedScorer[];
+  readonly picker: Picker;
+  /** Record prefixes, pins and costs of served requests (the baselines ignore them). */
+  readonly learns: boolean;
 }
 
-/** A scorer gives each candidate a score in [0, 1]; the pipeline weights and sums them. */
-export interface Scorer {
-  readonly name: string;
-  score(req: RouteRequest, candidates: readonly ReplicaView[]): ReadonlyMap<string, number>;
-}
-
-export interface ScoredReplica {
-  readonly replica: ReplicaView;
-  readonly score: number;
-}
-
-export interface Picker {
-  readonly name: string;
-  pick(req: RouteRequest, scored: readonly ScoredReplica[]): { ranked: readonly ReplicaView[]; reason: RouteReason; matchedTokens: number };
-}
-
-/** What the gateway tells the router once a replica has answered (or failed). */
+/**
+ * What the gateway tells the router once an exchange is over: `ok` (the replica answered below
+ * 400 and its response reached the client whole), `error` (it answered an error, or could not be
+ * reached: nothing learned), `interrupted` (its response broke off after the first byte: the
+ * session's next request goes elsewhere, as a failover).
+ */
 export interface ServedOutcome {
   readonly replica: string;
-  readonly ok: boolean;
-  /** Replica's own time to first token (request written → first token bytes), ms. */
-  readonly upstreamTtftMs: number | null;
+  readonly result: 'ok' | 'error' | 'interrupted';
+  /** The replica's own time to first token (request written → first token bytes), ms. */
+  readonly replicaTtftMs: number | null;
   readonly promptTokens: number | null;
   readonly cachedTokens: number | null;
-}
-
-export interface SessionInfo {
-  readonly key: string;
-  readonly replica: string;
-  readonly since: number;
-  readonly lastSeen: number;
-  readonly warmTokens: number;
 }
 
 export interface Router {
   readonly strategy: string;
   /** Synchronous on purpose: no await on the hot path. Throws a WarmrouteError when nothing fits. */
   route(req: RouteRequest): Decision;
-  /** Called when a replica produced its first response byte (ok) or failed before it. */
   served(identity: RequestIdentity, outcome: ServedOutcome): void;
   /** Admin: the pin of a session key, if any. */
   session(key: string): SessionInfo | null;
@@ -116,9 +116,9 @@ export interface Router {
   /** Number of live pins per replica (for /admin/replicas). */
   pinsByReplica(): ReadonlyMap<string, number>;
   /** A replica left the fleet or restarted: its cache is gone, forget what routing believed it held. */
-  forgetReplica?(replica: string): void;
+  forgetReplica(replica: string): void;
   /** Routing state for /admin and gauges; cheap enough to call once per scrape, not per request. */
-  stats?(): RouterStats;
+  stats(): RouterStats;
 }
 
 /** What the cost model has learned about one replica. */

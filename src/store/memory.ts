@@ -1,5 +1,4 @@
-import type { SessionInfo } from '../routing/types.js';
-import type { SessionStore } from './types.js';
+import type { SessionInfo, SessionStore } from './types.js';
 
 export interface MemoryStoreOptions {
   /** Most pins kept; the least recently used go first. */

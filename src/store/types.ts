@@ -1,4 +1,12 @@
-import type { SessionInfo } from '../routing/types.js';
+/** A session's pin: which replica serves it, since when, and how much of its prompt is warm there. */
+export interface SessionInfo {
+  readonly key: string;
+  readonly replica: string;
+  /** Wall ms when the session moved to this replica (the spill cooldown counts from here). */
+  readonly since: number;
+  readonly lastSeen: number;
+  readonly warmTokens: number;
+}
 
 /**
  * Where session pins live. Reads are synchronous (a local view); a shared implementation keeps the

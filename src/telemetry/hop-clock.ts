@@ -2,14 +2,15 @@ import type { Hop } from './metrics.js';
 
 /**
  * Marks of one request on the monotonic clock (ms, fractional). Each hop is the difference of two
- * marks, so the hops up to the first token add up to the TTFT exactly.
+ * consecutive marks, so the hops up to the first token partition the TTFT exactly:
+ * parse + route + queue + connect + upstream_headers + upstream_first_token = TTFT.
  */
 export interface HopClock {
   received: number;
   parsed: number;
   routed: number;
   admitted: number;
-  /** Connection to the replica acquired (or opened) and the request written to it. */
+  /** Connection to the replica acquired (or opened) and the request written to it (last attempt). */
   sent: number;
   upstreamHeaders: number;
   firstToken: number;
@@ -38,13 +39,21 @@ export function hopsOf(c: HopClock): Record<Hop, number | null> {
     queue: span(c.routed, c.admitted),
     connect: span(c.admitted, c.sent),
     upstream_headers: span(c.sent, c.upstreamHeaders),
-    upstream_first_token: span(c.sent, c.firstToken),
+    upstream_first_token: span(c.upstreamHeaders, c.firstToken),
     stream: span(c.firstToken, c.ended),
   };
 }
 
 export function ttftOf(c: HopClock): number | null {
   return span(c.received, c.firstToken);
+}
+
+/**
+ * The replica's own time to first token: request written → first token bytes. It spans two hops
+ * (upstream_headers + upstream_first_token); the cost model learns from it.
+ */
+export function replicaTtftOf(c: HopClock): number | null {
+  return span(c.sent, c.firstToken);
 }
 
 /** The gateway's own share of the TTFT: everything before the request reached the replica. */

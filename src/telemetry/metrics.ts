@@ -1,8 +1,6 @@
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import { ROUTE_REASONS } from '../routing/types.js';
-import { fastCounter, fastHistogram } from './fast-metrics.js';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** The hops of a request, in order; see DESIGN.md. */
+/** The hops of a request, in order; see DESIGN.md. Up to the first token they partition the TTFT. */
 export const HOPS = ['parse', 'route', 'queue', 'connect', 'upstream_headers', 'upstream_first_token', 'stream'] as const;
 export type Hop = (typeof HOPS)[number];
 
@@ -14,51 +12,32 @@ const TTFT_BUCKETS = [0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3,
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'warmroute_process_' });
-  const r = [registry];
+  const registers = [registry];
 
-  const metrics = {
+  return {
     registry,
-    hopDuration: fastHistogram({ name: 'warmroute_hop_duration_seconds', help: 'Time spent in each hop of a request (parse, route, queue, connect, upstream_headers, upstream_first_token, stream). upstream_headers is part of upstream_first_token.', labelNames: ['hop'] as const, buckets: HOP_BUCKETS, registers: r }),
-    ttft: fastHistogram({ name: 'warmroute_ttft_seconds', help: 'Request received → first token bytes written to the client.', labelNames: ['route'] as const, buckets: TTFT_BUCKETS, registers: r }),
-    overhead: fastHistogram({ name: 'warmroute_gateway_overhead_seconds', help: 'Time to first token that is not the replica\'s own: parse + route + queue + connect (incl. failed attempts).', buckets: HOP_BUCKETS, registers: r }),
-    requests: fastCounter({ name: 'warmroute_requests_total', help: 'Requests answered, by replica (or "none"), route reason and status class.', labelNames: ['replica', 'route', 'code'] as const, registers: r }),
-    decisions: fastCounter({ name: 'warmroute_route_decisions_total', help: 'Routing decisions by reason.', labelNames: ['reason'] as const, registers: r }),
-    retries: new Counter({ name: 'warmroute_upstream_retries_total', help: 'Attempts abandoned before any response byte and retried on the next replica, by replica and cause.', labelNames: ['replica', 'cause'] as const, registers: r }),
-    streamErrors: new Counter({ name: 'warmroute_stream_errors_total', help: 'Responses that failed after the first byte (ended with an error event), by replica and cause.', labelNames: ['replica', 'cause'] as const, registers: r }),
-    staleRetries: new Counter({ name: 'warmroute_upstream_stale_connection_retries_total', help: 'Requests sent again on a new connection to the same replica because it closed the idle keep-alive connection they were written on (nothing had been read).', registers: r }),
-    clientAborts: new Counter({ name: 'warmroute_client_aborts_total', help: 'Client disconnects before the response ended (the upstream request is aborted).', labelNames: ['replica'] as const, registers: r }),
-    replicaUp: new Gauge({ name: 'warmroute_replica_up', help: '1 when the replica takes traffic, 0 when marked down.', labelNames: ['replica'] as const, registers: r }),
-    inflight: new Gauge({ name: 'warmroute_inflight', help: 'Requests open on each replica through this gateway.', labelNames: ['replica'] as const, registers: r }),
-    queued: new Gauge({ name: 'warmroute_queued', help: 'Requests waiting for admission to each replica (limits.maxInflightPerReplica).', labelNames: ['replica'] as const, registers: r }),
-    promptTokens: fastCounter({ name: 'warmroute_prompt_tokens_total', help: 'Prompt tokens reported by replicas in usage.', labelNames: ['replica'] as const, registers: r }),
-    cachedTokens: fastCounter({ name: 'warmroute_cached_tokens_total', help: 'Prompt tokens the replica served from its prefix cache (usage.prompt_tokens_details.cached_tokens).', labelNames: ['replica'] as const, registers: r }),
-    healthTransitions: new Counter({ name: 'warmroute_replica_state_changes_total', help: 'Replica up/down transitions, by cause.', labelNames: ['replica', 'to', 'cause'] as const, registers: r }),
-    scrapeErrors: new Counter({ name: 'warmroute_replica_scrape_errors_total', help: 'Failed scrapes of a replica\'s /metrics or /v1/models; routing then uses stale load figures.', labelNames: ['replica', 'what'] as const, registers: r }),
-    storeErrors: new Counter({ name: 'warmroute_store_errors_total', help: 'Shared session store (Redis) operations that failed or were skipped while it was unreachable, by operation; routing goes on from the local view.', labelNames: ['op'] as const, registers: r }),
-    storeEvents: new Counter({ name: 'warmroute_store_events_total', help: 'Shared session store (Redis) activity: pin changes published, TTL refreshes, other gateways\' pins applied, background lookups filled or dropped, writes resynced after an outage.', labelNames: ['event'] as const, registers: r }),
-    draining: new Gauge({ name: 'warmroute_draining', help: '1 while the gateway drains on shutdown.', registers: r }),
+    hopDuration: new Histogram({ name: 'warmroute_hop_duration_seconds', help: 'Time spent in each hop of a request: parse, route, queue, connect, upstream_headers (request written → response head), upstream_first_token (response head → first token), stream. The hops up to the first token add up to the TTFT.', labelNames: ['hop'] as const, buckets: HOP_BUCKETS, registers }),
+    ttft: new Histogram({ name: 'warmroute_ttft_seconds', help: 'Request received → first token bytes written to the client, by route reason.', labelNames: ['route'] as const, buckets: TTFT_BUCKETS, registers }),
+    overhead: new Histogram({ name: 'warmroute_gateway_overhead_seconds', help: 'Time to first token that is not the replica\'s own: parse + route + queue + connect (incl. failed attempts).', buckets: HOP_BUCKETS, registers }),
+    requests: new Counter({ name: 'warmroute_requests_total', help: 'Requests, by replica (or "none"), route reason (or "none") and outcome: the status class, "interrupted" (the replica failed after the first byte) or "aborted" (the client left).', labelNames: ['replica', 'route', 'code'] as const, registers }),
+    decisions: new Counter({ name: 'warmroute_route_decisions_total', help: 'Routing decisions by reason; a request that failed over counts once, as failover.', labelNames: ['reason'] as const, registers }),
+    retries: new Counter({ name: 'warmroute_upstream_retries_total', help: 'Attempts abandoned before any response byte and retried on the next replica, by replica and cause.', labelNames: ['replica', 'cause'] as const, registers }),
+    streamErrors: new Counter({ name: 'warmroute_stream_errors_total', help: 'Responses that failed after the first byte (ended with an error event or cut off), by replica and cause.', labelNames: ['replica', 'cause'] as const, registers }),
+    clientAborts: new Counter({ name: 'warmroute_client_aborts_total', help: 'Client disconnects before the response ended (the upstream request is aborted).', labelNames: ['replica'] as const, registers }),
+    replicaUp: new Gauge({ name: 'warmroute_replica_up', help: '1 when the replica takes traffic, 0 when marked down.', labelNames: ['replica'] as const, registers }),
+    inflight: new Gauge({ name: 'warmroute_inflight', help: 'Requests open on each replica through this gateway.', labelNames: ['replica'] as const, registers }),
+    queued: new Gauge({ name: 'warmroute_queued', help: 'Requests waiting for admission to each replica (limits.maxInflightPerReplica).', labelNames: ['replica'] as const, registers }),
+    promptTokens: new Counter({ name: 'warmroute_prompt_tokens_total', help: 'Prompt tokens reported by replicas in usage.', labelNames: ['replica'] as const, registers }),
+    cachedTokens: new Counter({ name: 'warmroute_cached_tokens_total', help: 'Prompt tokens the replica served from its prefix cache (usage.prompt_tokens_details.cached_tokens).', labelNames: ['replica'] as const, registers }),
+    healthTransitions: new Counter({ name: 'warmroute_replica_state_changes_total', help: 'Replica up/down transitions, by cause.', labelNames: ['replica', 'to', 'cause'] as const, registers }),
+    scrapeErrors: new Counter({ name: 'warmroute_replica_scrape_errors_total', help: 'Failed scrapes of a replica\'s /metrics or /v1/models; routing then uses stale load figures.', labelNames: ['replica', 'what'] as const, registers }),
+    storeErrors: new Counter({ name: 'warmroute_store_errors_total', help: 'Shared session store (Redis) operations that failed or were skipped while it was unreachable, by operation; routing goes on from the local view.', labelNames: ['op'] as const, registers }),
+    storeEvents: new Counter({ name: 'warmroute_store_events_total', help: 'Shared session store (Redis) activity: pin changes published, TTL refreshes, other gateways\' pins applied, background lookups filled or dropped, writes resynced after an outage.', labelNames: ['event'] as const, registers }),
+    draining: new Gauge({ name: 'warmroute_draining', help: '1 while the gateway drains on shutdown.', registers }),
     // Filled at scrape time by the gateway (server.ts): counting pins walks the session store.
-    sessionsPinned: new Gauge({ name: 'warmroute_sessions_pinned', help: 'Live session pins per replica (the affinity balance across replicas).', labelNames: ['replica'] as const, registers: r }),
-    prefixEntries: new Gauge({ name: 'warmroute_prefix_index_entries', help: 'Entries (chain link × replica) in the prefix index.', registers: r }),
+    sessionsPinned: new Gauge({ name: 'warmroute_sessions_pinned', help: 'Live session pins per replica (the affinity balance across replicas).', labelNames: ['replica'] as const, registers }),
+    prefixEntries: new Gauge({ name: 'warmroute_prefix_index_entries', help: 'Entries (chain link × replica) in the prefix index.', registers }),
   };
-  for (const reason of ROUTE_REASONS) metrics.decisions.inc({ reason }, 0);
-  return metrics;
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
-
-/** The per-request metrics, by label values (each series is made once, then found by its key). */
-export function createRequestMetrics(m: Metrics) {
-  return {
-    /** Series in HOPS order. */
-    hop: HOPS.map((h) => m.hopDuration.labels(h)),
-    ttft: (route: string) => m.ttft.labels(route),
-    overhead: m.overhead,
-    decisions: (reason: string) => m.decisions.labels(reason),
-    requests: (replica: string, route: string, code: string) => m.requests.labels(replica, route, code),
-    promptTokens: (replica: string) => m.promptTokens.labels(replica),
-    cachedTokens: (replica: string) => m.cachedTokens.labels(replica),
-  };
-}
-
-export type RequestMetrics = ReturnType<typeof createRequestMetrics>;

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isWarmrouteError } from '../../src/errors.js';
 import { createRouter } from '../../src/routing/router.js';
-import type { RequestIdentity, Router } from '../../src/routing/types.js';
+import type { RequestIdentity } from '../../src/identify/identity.js';
+import type { Router } from '../../src/routing/types.js';
 import { chatIdentity, conversation, fleet, keyIdentity, prng, replica, store, words, type MutableReplica } from './helpers.js';
 
 const SYSTEM = words(800, prng(99)); // ~1.5K tokens of shared system prompt
@@ -13,7 +14,7 @@ function setup(n = 4, options = {}) {
   const router = createRouter('affinity', { store: store(), now: () => clock, random: prng(5), options });
   const send = (identity: RequestIdentity, ttft = 80) => {
     const d = router.route({ identity, replicas });
-    router.served(identity, { replica: d.ranked[0].name, ok: true, upstreamTtftMs: ttft, promptTokens: null, cachedTokens: null });
+    router.served(identity, { replica: d.ranked[0].name, result: 'ok', replicaTtftMs: ttft, promptTokens: null, cachedTokens: null });
     return d;
   };
   return { replicas, router, send, tick: (ms: number) => (clock += ms) };
@@ -188,7 +189,7 @@ describe('affinity: learning and errors', () => {
     for (let i = 0; i < 50; i++) {
       const d = router.route({ identity: id, replicas });
       // 2,000 uncached of 3,000 prompt tokens took 530 ms: 30 + 0.25 ms/token.
-      router.served(id, { replica: d.ranked[0].name, ok: true, upstreamTtftMs: 530, promptTokens: 3000, cachedTokens: 1000 });
+      router.served(id, { replica: d.ranked[0].name, result: 'ok', replicaTtftMs: 530, promptTokens: 3000, cachedTokens: 1000 });
     }
     const stats = (router as Required<Router>).stats();
     const cost = stats.costByReplica.get(router.session('call-9')?.replica as string);
@@ -202,7 +203,7 @@ describe('affinity: learning and errors', () => {
     const { router, replicas } = setup(2);
     const id = chatIdentity(conversation(SYSTEM, 1, prng(9)).messages(1), 'call-10');
     const d = router.route({ identity: id, replicas });
-    router.served(id, { replica: d.ranked[0].name, ok: false, upstreamTtftMs: null, promptTokens: null, cachedTokens: null });
+    router.served(id, { replica: d.ranked[0].name, result: 'error', replicaTtftMs: null, promptTokens: null, cachedTokens: null });
     assert.equal(router.session('call-10'), null);
     assert.equal((router as Required<Router>).stats().prefixEntries, 0);
   });
@@ -215,5 +216,47 @@ describe('affinity: learning and errors', () => {
 
   it('options are checked when the router is created', () => {
     assert.throws(() => createRouter('affinity', { store: store(), options: { loadFactor: 0.9 } }), /loadFactor/);
+  });
+});
+
+describe('affinity: a response that broke off mid-stream', () => {
+  const interrupted = (router: Router, identity: RequestIdentity, replica: string) =>
+    router.served(identity, { replica, result: 'interrupted', replicaTtftMs: 40, promptTokens: null, cachedTokens: null });
+
+  it('keyed: the next turn is placed elsewhere as a failover, and pinned there afterwards', () => {
+    const { router, replicas, send, tick } = setup();
+    const conv = conversation(SYSTEM, 4, prng(21));
+    const home = send(chatIdentity(conv.messages(1), 'call-broken')).ranked[0].name;
+    tick(3000);
+    const id2 = chatIdentity(conv.messages(2), 'call-broken');
+    const d2 = router.route({ identity: id2, replicas });
+    assert.equal(d2.reason, 'pinned');
+    interrupted(router, id2, home);
+    assert.equal(router.session('call-broken')?.replica, home, 'an interrupted response does not move the pin by itself');
+    tick(3000);
+    const d3 = send(chatIdentity(conv.messages(3), 'call-broken'));
+    assert.equal(d3.reason, 'failover');
+    assert.notEqual(d3.ranked[0].name, home);
+    assert.equal(router.session('call-broken')?.replica, d3.ranked[0].name);
+    tick(3000);
+    assert.equal(send(chatIdentity(conv.messages(4), 'call-broken')).reason, 'pinned');
+  });
+
+  it('keyless: the next turn leaves the replica holding its prefix, as a failover', () => {
+    const { router, replicas, send, tick } = setup();
+    const conv = conversation(SYSTEM, 4, prng(22));
+    const home = send(chatIdentity(conv.messages(1))).ranked[0].name;
+    tick(3000);
+    const id2 = chatIdentity(conv.messages(2));
+    assert.equal(router.route({ identity: id2, replicas }).reason, 'prefix');
+    interrupted(router, id2, home);
+    tick(3000);
+    const d3 = send(chatIdentity(conv.messages(3)));
+    assert.equal(d3.reason, 'failover');
+    assert.notEqual(d3.ranked[0].name, home);
+    tick(3000);
+    const d4 = send(chatIdentity(conv.messages(4)));
+    assert.equal(d4.reason, 'prefix');
+    assert.equal(d4.ranked[0].name, d3.ranked[0].name);
   });
 });

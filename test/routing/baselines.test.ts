@@ -36,7 +36,7 @@ describe('baseline strategies', () => {
     const conv = conversation(system, 4, prng(2));
     const rr = createRouter('session-hash', { store: store() });
     const rotated = [1, 2, 3].map((t) => rr.route({ identity: chatIdentity(conv.messages(t)), replicas }));
-    assert.deepEqual(rotated.map((d) => d.reason), ['random', 'random', 'random']);
+    assert.deepEqual(rotated.map((d) => d.reason), ['round-robin', 'round-robin', 'round-robin']);
     assert.equal(new Set(rotated.map((d) => d.ranked[0].name)).size, 3);
     const ft = createRouter('session-hash', { store: store(), options: { sessionHashKeyless: 'first-turn' } });
     const hashed = [1, 2, 3, 4].map((t) => ft.route({ identity: chatIdentity(conv.messages(t)), replicas }));
@@ -44,12 +44,12 @@ describe('baseline strategies', () => {
     assert.equal(new Set(hashed.map((d) => d.ranked[0].name)).size, 1);
   });
 
-  it('round-robin: each healthy replica in turn (reason random)', () => {
+  it('round-robin: each healthy replica in turn (reason round-robin)', () => {
     const replicas = [replica('a'), replica('b', { up: false }), replica('c')];
     const router = createRouter('round-robin', { store: store() });
     const got = [0, 1, 2, 3].map(() => router.route({ identity: keyIdentity('x'), replicas }));
     assert.deepEqual(got.map((d) => d.ranked[0].name), ['a', 'c', 'a', 'c']);
-    assert.equal(got[0].reason, 'random');
+    assert.equal(got[0].reason, 'round-robin');
   });
 
   it('least-loaded: the replica with the fewest requests per weight, counting vLLM’s own queue', () => {

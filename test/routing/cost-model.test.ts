@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createCostModel } from '../../src/routing/cost-model.js';
-import { DEFAULT_ROUTING_OPTIONS } from '../../src/routing/options.js';
+import { resolveRoutingOptions } from '../../src/routing/options.js';
 import { prng } from './helpers.js';
 
-const prior = DEFAULT_ROUTING_OPTIONS.prior;
-const fresh = () => createCostModel(prior, DEFAULT_ROUTING_OPTIONS.costForgetting);
+const defaults = resolveRoutingOptions();
+const prior = defaults.prior;
+const fresh = () => createCostModel(prior, defaults.costForgetting);
 
 describe('cost model: prior (seed figures)', () => {
   // Seed figures from a stock vLLM on one H100: warm floor 28 ms, fresh 1K 130 ms, cold 5.5K 864 ms.

@@ -3,17 +3,19 @@ import { describe, it } from 'node:test';
 import { isWarmrouteError } from '../../src/errors.js';
 import { healthyFilter } from '../../src/routing/filters/healthy.js';
 import { modelFilter } from '../../src/routing/filters/model.js';
+import { notFailedFilter } from '../../src/routing/filters/not-failed.js';
 import { filterCandidates } from '../../src/routing/pipeline.js';
 import { loadScorer } from '../../src/routing/scorers/load.js';
-import { createPrefixMatchScorer } from '../../src/routing/scorers/prefix-match.js';
-import { createSessionPinScorer } from '../../src/routing/scorers/session-pin.js';
-import type { ReplicaView, RouteRequest } from '../../src/routing/types.js';
+import { prefixMatchScorer } from '../../src/routing/scorers/prefix-match.js';
+import { sessionPinScorer } from '../../src/routing/scorers/session-pin.js';
+import type { ReplicaView, RouteContext } from '../../src/routing/types.js';
 import { keyIdentity, replica } from './helpers.js';
 
-const req = (replicas: ReplicaView[], model: string | null = 'm', promptTokens = 0): RouteRequest => ({
+const req = (replicas: ReplicaView[], model: string | null = 'm', promptTokens = 0, over: Partial<RouteContext> = {}): RouteContext => ({
   identity: { ...keyIdentity(null), model, promptTokens },
-  replicas,
+  replicas, now: 0, pin: null, warm: new Map(), avoid: null, ...over,
 });
+const byName = (rs: readonly ReplicaView[], scores: readonly number[]) => Object.fromEntries(rs.map((r, i) => [r.name, scores[i]]));
 const names = (rs: readonly ReplicaView[]) => rs.map((r) => r.name);
 
 describe('filters', () => {
@@ -38,6 +40,13 @@ describe('filters', () => {
     });
   });
 
+  it('not-failed drops the replica the session last broke off on, unless it is the only one', () => {
+    const rs = [replica('a'), replica('b')];
+    assert.deepEqual(names(filterCandidates(req(rs, 'm', 0, { avoid: 'a' }), [healthyFilter, notFailedFilter])), ['b']);
+    assert.deepEqual(names(filterCandidates(req([replica('a')], 'm', 0, { avoid: 'a' }), [notFailedFilter])), ['a']);
+    assert.deepEqual(names(filterCandidates(req(rs), [notFailedFilter])), ['a', 'b']);
+  });
+
   it('no healthy replica is a 503 no_healthy_replica', () => {
     assert.throws(() => filterCandidates(req([replica('a', { up: false })]), [healthyFilter, modelFilter]), (e: unknown) => {
       assert.ok(isWarmrouteError(e));
@@ -52,9 +61,9 @@ describe('scorers', () => {
   const rs = [replica('a'), replica('b'), replica('c')];
 
   it('session pin: 1 for the pinned replica only', () => {
-    const s = createSessionPinScorer(() => 'b').score(req(rs), rs);
-    assert.deepEqual(Object.fromEntries(s), { a: 0, b: 1, c: 0 });
-    assert.deepEqual(Object.fromEntries(createSessionPinScorer(() => null).score(req(rs), rs)), { a: 0, b: 0, c: 0 });
+    const pin = { key: 'k', replica: 'b', since: 0, lastSeen: 0, warmTokens: 0 };
+    assert.deepEqual(byName(rs, sessionPinScorer.score(req(rs, 'm', 0, { pin }), rs)), { a: 0, b: 1, c: 0 });
+    assert.deepEqual(byName(rs, sessionPinScorer.score(req(rs), rs)), { a: 0, b: 0, c: 0 });
   });
 
   const prefixTable: [string, number, Record<string, number>, Record<string, number>][] = [
@@ -64,8 +73,8 @@ describe('scorers', () => {
   ];
   for (const [name, total, matched, want] of prefixTable) {
     it(`prefix match: ${name}`, () => {
-      const s = createPrefixMatchScorer(() => new Map(Object.entries(matched))).score(req(rs, 'm', total), rs);
-      assert.deepEqual(Object.fromEntries(s), want);
+      const s = prefixMatchScorer.score(req(rs, 'm', total, { warm: new Map(Object.entries(matched)) }), rs);
+      assert.deepEqual(byName(rs, s), want);
     });
   }
 
@@ -78,7 +87,7 @@ describe('scorers', () => {
   ];
   for (const [name, replicas, want] of loadTable) {
     it(`load: ${name}`, () => {
-      const got = Object.fromEntries(loadScorer.score(req(replicas), replicas));
+      const got = byName(replicas, loadScorer.score(req(replicas), replicas));
       for (const k of Object.keys(want)) assert.ok(Math.abs(got[k] - want[k]) < 1e-9, `${k}: ${got[k]} vs ${want[k]}`);
     });
   }

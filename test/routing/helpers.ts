@@ -1,5 +1,6 @@
-import { DEFAULT_IDENTITY_OPTIONS, identify } from '../../src/routing/identity.js';
-import type { ReplicaView, RequestIdentity } from '../../src/routing/types.js';
+import { DEFAULT_IDENTITY_OPTIONS, identify } from '../../src/identify/identity.js';
+import type { RequestIdentity } from '../../src/identify/identity.js';
+import type { ReplicaView } from '../../src/routing/types.js';
 import { createMemorySessionStore } from '../../src/store/memory.js';
 import { mulberry32 } from '../../src/prng.js';
 

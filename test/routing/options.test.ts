@@ -1,22 +1,26 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DEFAULT_ROUTING_OPTIONS, resolveRoutingOptions } from '../../src/routing/options.js';
+import { defaultsOf } from '../../src/config/defaults.js';
+import { RoutingOptionsSchema } from '../../src/config/schema.js';
+import { resolveRoutingOptions } from '../../src/routing/options.js';
 
 describe('routing options', () => {
-  it('defaults: c = 1.25, 10-minute prefix TTL, 640K index entries', () => {
+  it('defaults come from the config schema: c = 1.25, 10-minute prefix TTL, 640K index entries', () => {
     const o = resolveRoutingOptions();
-    assert.deepEqual(o, DEFAULT_ROUTING_OPTIONS);
+    assert.deepEqual(o, defaultsOf(RoutingOptionsSchema));
     assert.equal(o.loadFactor, 1.25);
+    assert.equal(o.hardCapMin, 16);
     assert.equal(o.prefixTtlMs, 600_000);
     assert.equal(o.prefixMaxEntries, 640_000);
   });
 
   it('nested objects merge field by field; undefined leaves the default', () => {
+    const d = resolveRoutingOptions();
     const o = resolveRoutingOptions({ weights: { load: 0.5 }, prior: { prefillMsPerToken: 0.2 }, tieMs: undefined });
-    assert.deepEqual(o.weights, { ...DEFAULT_ROUTING_OPTIONS.weights, load: 0.5 });
+    assert.deepEqual(o.weights, { ...d.weights, load: 0.5 });
     assert.equal(o.prior.prefillMsPerToken, 0.2);
-    assert.equal(o.prior.fixedMs, DEFAULT_ROUTING_OPTIONS.prior.fixedMs);
-    assert.equal(o.tieMs, DEFAULT_ROUTING_OPTIONS.tieMs);
+    assert.equal(o.prior.fixedMs, d.prior.fixedMs);
+    assert.equal(o.tieMs, d.tieMs);
   });
 
   const invalid: [string, object, RegExp][] = [
@@ -26,6 +30,12 @@ describe('routing options', () => {
     ['forgetting out of range', { costForgetting: 1.5 }, /costForgetting/],
     ['zero prefill prior', { prior: { prefillMsPerToken: 0 } }, /prefillMsPerToken/],
     ['NaN ttl', { prefixTtlMs: Number.NaN }, /prefixTtlMs/],
+    ['unknown option', { loadFactr: 1.5 }, /loadFactr/],
   ];
   for (const [name, input, re] of invalid) it(`rejects: ${name}`, () => assert.throws(() => resolveRoutingOptions(input), re));
+
+  it('reports every problem at once', () => {
+    assert.throws(() => resolveRoutingOptions({ loadFactor: 0.5, costForgetting: 2, weights: { load: -1 } } as object), (e: Error) =>
+      /loadFactor/.test(e.message) && /costForgetting/.test(e.message) && /load/.test(e.message));
+  });
 });

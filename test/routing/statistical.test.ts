@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { rendezvousRank } from '../../src/routing/rendezvous.js';
 import { createRouter, type Strategy } from '../../src/routing/router.js';
-import type { RequestIdentity, Router } from '../../src/routing/types.js';
+import type { RequestIdentity } from '../../src/identify/identity.js';
+import type { Router } from '../../src/routing/types.js';
 import { chatIdentity, conversation, fleet, keyIdentity, prng, store, words, type MutableReplica } from './helpers.js';
 
 const keys = (n: number, tag = 'session') => Array.from({ length: n }, (_, i) => `${tag}-${i}`);
@@ -41,7 +42,7 @@ describe('statistical: removing 1 of N replicas', () => {
     for (const k of keys(3000)) {
       const id = keyIdentity(k);
       const d = router.route({ identity: id, replicas });
-      router.served(id, { replica: d.ranked[0].name, ok: true, upstreamTtftMs: 50, promptTokens: null, cachedTokens: null });
+      router.served(id, { replica: d.ranked[0].name, result: 'ok', replicaTtftMs: 50, promptTokens: null, cachedTokens: null });
       home.set(k, d.ranked[0].name);
     }
     const remaining = replicas.filter((r) => r.name !== 'r2');
@@ -115,7 +116,7 @@ describe('statistical: keyless conversations stay where their cache is', () => {
         prev = r.name;
         const ttft = 30 + 0.13 * (identity.promptTokens - d.matchedTokens) + 50 * r.waiting;
         r.inflight++;
-        router.served(identity, { replica: r.name, ok: true, upstreamTtftMs: ttft, promptTokens: null, cachedTokens: null });
+        router.served(identity, { replica: r.name, result: 'ok', replicaTtftMs: ttft, promptTokens: null, cachedTokens: null });
         schedule(clock + ttft + 2000 + rand() * 2000, () => {
           r.inflight--;
           if (t < turns) schedule(clock + 3000 + rand() * 6000, () => turn(t + 1));
@@ -154,7 +155,7 @@ describe('statistical: two gateways, no shared store', () => {
     const b = createRouter('affinity', { store: store(), random: prng(22) });
     const system = words(300, prng(23));
     const served = (g: Router, id: RequestIdentity, replica: string) =>
-      g.served(id, { replica, ok: true, upstreamTtftMs: 60, promptTokens: null, cachedTokens: null });
+      g.served(id, { replica, result: 'ok', replicaTtftMs: 60, promptTokens: null, cachedTokens: null });
     // Gateway a alone has already carried the same conversations, keyless and under other keys:
     // its prefix index knows where they are warm, b's does not.
     for (let s = 0; s < 300; s++) {

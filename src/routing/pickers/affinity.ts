@@ -1,6 +1,11 @@
+import type { RoutingOptions } from '../../config/schema.js';
+import type { CostModel } from '../cost-model.js';
+import { runningOf } from '../load.js';
+import type { MoveLog } from '../moves.js';
 import { rendezvousRank } from '../rendezvous.js';
-import type { ReplicaView, RouteReason } from '../types.js';
-import { fits, type LoadCaps } from './bounded-load.js';
+import { trafficRoom, type Traffic } from '../traffic.js';
+import type { Picker, ReplicaView, RouteReason } from '../types.js';
+import { fits, loadCaps, type LoadCaps } from './bounded-load.js';
 import { rankByCost } from './min-ttft.js';
 
 /** What the picker knows of one candidate, computed by the strategy. */
@@ -22,7 +27,10 @@ export interface PickInput {
   /** Index of the replica the session is bound to (its pin, else its prefix's holder); −1 for none. */
   readonly home: number;
   readonly homeReason: 'pinned' | 'prefix';
-  /** The session's pin names a replica that is no longer a candidate (down, draining, gone). */
+  /**
+   * The session lost its replica: its pin names one that is no longer a candidate (down,
+   * draining, gone), or its last response broke off there.
+   */
   readonly pinLost: boolean;
   /** The session moved to `home` less than the cooldown ago: only the hard cap may move it again. */
   readonly coolingDown: boolean;
@@ -100,4 +108,67 @@ function leastFull(caps: LoadCaps, c: readonly PickCandidate[]): number {
     if (caps.depth[i] / caps.hard[i] < caps.depth[best] / caps.hard[best]) best = i;
   }
   return best;
+}
+
+/** What the affinity picker reads besides the request: the router's learned state and its knobs. */
+export interface AffinityPickerDeps {
+  readonly options: RoutingOptions;
+  readonly cost: CostModel;
+  readonly traffic: Traffic;
+  readonly moves: MoveLog;
+  readonly random: () => number;
+}
+
+/**
+ * warmroute's picker. From the context it works out the session's home — its pin, else (keyless)
+ * the replica holding the most of the conversation beyond the shared system prompt — each
+ * candidate's estimated TTFT (cost model: its uncached tokens and its queue) less its scorer bonus,
+ * the load caps and the cooldown, and hands them to pickAffinity.
+ */
+export function createAffinityPicker(d: AffinityPickerDeps): Picker {
+  const o = d.options;
+  return {
+    name: 'affinity',
+    pick(ctx, candidates, scores) {
+      const id = ctx.identity;
+      const t = ctx.now;
+      const pin = ctx.pin;
+      const pinIdx = pin === null ? -1 : candidates.findIndex((r) => r.name === pin.replica);
+      let home = pinIdx;
+      if (home < 0 && id.sessionKey === null) {
+        // A keyed session without a pin is placed by its key instead, never by this gateway's
+        // local history, so that every gateway places it the same way.
+        let best = id.sharedTokens;
+        for (let i = 0; i < candidates.length; i++) {
+          const got = ctx.warm.get(candidates[i].name) ?? 0;
+          if (got > best) {
+            best = got;
+            home = i;
+          }
+        }
+      }
+      const picks: PickCandidate[] = candidates.map((r, i) => {
+        const matched = ctx.warm.get(r.name) ?? 0;
+        return { replica: r, matched, estimateMs: d.cost.estimate(r.name, id.promptTokens - matched, r.waiting, runningOf(r)), bonusMs: o.scoreMs * scores[i] };
+      });
+      const avoided = ctx.avoid !== null && !candidates.some((r) => r.name === ctx.avoid);
+      const pick = pickAffinity({
+        candidates: picks,
+        caps: loadCaps(candidates, o.loadFactor, o.hardCapFactor, o.hardCapMin),
+        // A keyed session's first placement ignores this gateway's traffic history, so that
+        // every gateway places it the same way; keyless placements and spills use it.
+        room: home < 0 && id.sessionKey !== null ? candidates.map(() => true) : trafficRoom(candidates, d.traffic, t, o.loadFactor),
+        home,
+        homeReason: pinIdx >= 0 ? 'pinned' : 'prefix',
+        pinLost: (pin !== null && pinIdx < 0) || avoided,
+        coolingDown: pin !== null
+          ? pinIdx >= 0 && t - pin.since < o.spillCooldownMs
+          : home >= 0 && id.placementKey !== null && t - (d.moves.since(id.placementKey, candidates[home].name) ?? -Infinity) < o.spillCooldownMs,
+        placementKey: id.sessionKey ?? id.placementKey,
+        tieMs: o.tieMs,
+        random: d.random,
+      });
+      return { ranked: pick.ranked, reason: pick.reason, matchedTokens: pick.chosen.matched, estimatedTtftMs: pick.chosen.estimateMs };
+    },
+  };
 }

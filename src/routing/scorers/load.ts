@@ -9,15 +9,12 @@ import type { Scorer } from '../types.js';
  */
 export const loadScorer: Scorer = {
   name: 'load',
-  score(_req, candidates) {
+  score(_ctx, candidates) {
     let deepest = 0;
     for (const r of candidates) deepest = Math.max(deepest, depthOf(r) / weightOf(r));
-    const out = new Map<string, number>();
-    for (const r of candidates) {
+    return candidates.map((r) => {
       const queue = deepest > 0 ? 1 - depthOf(r) / weightOf(r) / deepest : 1;
-      const kv = 1 - Math.min(1, Math.max(0, r.kvUsage));
-      out.set(r.name, queue * kv);
-    }
-    return out;
+      return queue * (1 - Math.min(1, Math.max(0, r.kvUsage)));
+    });
   },
 };

@@ -1,0 +1,72 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Registry } from '../fleet/registry.js';
+import type { Router } from '../routing/types.js';
+import type { Metrics } from '../telemetry/metrics.js';
+
+export interface AdminDeps {
+  readonly registry: Registry;
+  readonly router: Router;
+  readonly metrics: Metrics;
+  readonly draining: () => boolean;
+  /** Refreshes gauges that are cheap per scrape but not per request. */
+  readonly beforeScrape?: () => void;
+}
+
+/** The admin listener: metrics, probes and fleet/session inspection, on its own port. */
+export function buildAdmin(deps: AdminDeps): FastifyInstance {
+  const { registry, router, metrics } = deps;
+  const app = Fastify({ logger: false });
+
+  app.get('/metrics', async (_req, reply) => {
+    deps.beforeScrape?.();
+    reply.header('content-type', metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_req, reply) => {
+    const up = registry.replicas.filter((r) => r.up).length;
+    const ready = !deps.draining() && up > 0;
+    return reply.code(ready ? 200 : 503).send({ ready, draining: deps.draining(), replicasUp: up, replicas: registry.replicas.length });
+  });
+  app.get('/admin/replicas', async () => {
+    const pins = router.pinsByReplica();
+    return {
+      strategy: router.strategy,
+      replicas: registry.replicas.map((r) => ({
+        name: r.name,
+        state: r.draining ? 'draining' : r.up ? 'up' : 'down',
+        inflight: r.inflight,
+        sessionsPinned: pins.get(r.name) ?? 0,
+        waiting: r.waiting,
+        running: r.running,
+        kvUsage: r.kvUsage,
+        kvCapacityTokens: r.kvCapacityTokens,
+        models: r.models ? [...r.models] : null,
+        lastError: r.lastError,
+        lastErrorAt: r.lastErrorAt === null ? null : new Date(r.lastErrorAt).toISOString(),
+      })),
+    };
+  });
+  app.get('/admin/routing', async () => {
+    const st = router.stats();
+    return {
+      strategy: router.strategy,
+      prefixEntries: st.prefixEntries,
+      tokenScale: st.tokenScale,
+      replicas: Object.fromEntries(registry.replicas.map((r) => [r.name, {
+        prefixTokens: st.prefixTokensByReplica.get(r.name) ?? 0,
+        cost: st.costByReplica.get(r.name) ?? null,
+      }])),
+    };
+  });
+  app.get<{ Params: { key: string } }>('/admin/sessions/:key', async (req, reply) => {
+    const s = router.session(req.params.key);
+    if (!s) return reply.code(404).send({ error: { message: 'no pin for that session key', type: 'not_found_error', param: 'key', code: 'session_not_found' } });
+    return { ...s, since: new Date(s.since).toISOString(), lastSeen: new Date(s.lastSeen).toISOString() };
+  });
+  app.delete<{ Params: { key: string } }>('/admin/sessions/:key', async (req, reply) => {
+    const removed = router.unpin(req.params.key);
+    return reply.code(removed ? 200 : 404).send({ unpinned: removed });
+  });
+  return app;
+}

@@ -1,0 +1,30 @@
+import type { RequestKind } from '../identify/identity.js';
+
+/** What the data plane does with a path. */
+export type RouteKind =
+  /** A JSON body the gateway reads to identify and route the request. */
+  | { readonly json: RequestKind }
+  /** Answered by the gateway itself. */
+  | { readonly models: true }
+  /** Forwarded to a routed replica as is (embeddings, tokenize, responses, ...). */
+  | { readonly passthrough: true };
+
+interface Entry { readonly kind: RouteKind; readonly methods: readonly string[] }
+
+const ROUTES: ReadonlyMap<string, Entry> = new Map<string, Entry>([
+  ['/v1/chat/completions', { kind: { json: 'chat' }, methods: ['POST'] }],
+  ['/v1/completions', { kind: { json: 'completion' }, methods: ['POST'] }],
+  ['/v1/models', { kind: { models: true }, methods: ['GET', 'HEAD'] }],
+]);
+
+const PASSTHROUGH: Entry = { kind: { passthrough: true }, methods: [] };
+
+/**
+ * The route of a normalised path: its own entry, else any other /v1/ path is forwarded. null:
+ * not a path the gateway serves. `allowed` lists the methods when this one is not among them.
+ */
+export function routeOf(path: string, method: string): { kind: RouteKind; allowed: null } | { kind: null; allowed: readonly string[] } | null {
+  const e = ROUTES.get(path);
+  if (e !== undefined) return e.methods.includes(method) ? { kind: e.kind, allowed: null } : { kind: null, allowed: e.methods };
+  return path.startsWith('/v1/') ? { kind: PASSTHROUGH.kind, allowed: null } : null;
+}

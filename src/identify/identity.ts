@@ -1,0 +1,174 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { defaultsOf } from '../config/defaults.js';
+import { ConfigSchema, type ResolvedConfig, type SessionKeySourceConfig } from '../config/schema.js';
+import { errors } from '../errors.js';
+import { chatChain, completionChain, type Chain, type ChainOptions } from './chain.js';
+
+/** What the gateway knows of a request, computed once from the parsed body and headers. */
+export interface RequestIdentity {
+  readonly kind: RequestKind;
+  readonly model: string | null;
+  /** Explicit affinity key (x-session-id, prompt_cache_key, ...), already length-checked. */
+  readonly sessionKey: string | null;
+  /** Where the key came from, e.g. `header:x-session-id`; bounded, safe as a log field. */
+  readonly sessionKeySource: string | null;
+  /** Cumulative prefix hashes: chain[i] covers links 0..i, so turn n's chain extends turn n−1's. */
+  readonly chain: readonly string[];
+  /** Estimated prompt tokens covered by chain[0..i]. */
+  readonly chainTokens: readonly number[];
+  /** Estimated prompt tokens of the whole request. */
+  readonly promptTokens: number;
+  /** Stable key for a fresh placement when there is no session key (e.g. hash of the first user turn). */
+  readonly placementKey: string | null;
+  /**
+   * Estimated tokens before the first user message (seed + system/developer messages): a prefix
+   * match no longer than this is the shared system prompt, not this conversation. 0 when unknown.
+   */
+  readonly sharedTokens: number;
+}
+
+export type RequestKind = 'chat' | 'completion' | 'other';
+
+export interface IdentityOptions extends ChainOptions {
+  /**
+   * Ordered sources of the session key; the first enabled source holding a non-empty string (or a
+   * number) wins. A string is shorthand for an enabled source: `header:<name>` or `body:<field>`.
+   */
+  readonly sessionKeySources: readonly SessionKeySourceConfig[];
+  /** Longer keys are a 400 `session_key_too_long` (keys land in memory and in Redis). */
+  readonly maxSessionKeyBytes: number;
+  /** Deepest nesting of arrays and objects accepted in a body (its walks recurse). */
+  readonly jsonDepth: number;
+}
+
+/** The identity options of a running configuration. */
+export function identityOptionsOf(c: Pick<ResolvedConfig, 'routing' | 'limits'>): IdentityOptions {
+  return {
+    sessionKeySources: c.routing.sessionKeySources,
+    maxSessionKeyBytes: c.routing.maxSessionKeyBytes,
+    ...c.routing.identity,
+    jsonDepth: c.limits.jsonDepth,
+  };
+}
+
+const schemaDefaults = defaultsOf(ConfigSchema);
+/** The configuration schema's defaults, as identity options. */
+export const DEFAULT_IDENTITY_OPTIONS: IdentityOptions = identityOptionsOf(schemaDefaults);
+
+type Body = Record<string, unknown>;
+
+interface CompiledSource { readonly header: boolean; readonly name: string; readonly label: string }
+
+/** Sources are parsed once per options object, not per request. */
+const compiledSources = new WeakMap<IdentityOptions, readonly CompiledSource[]>();
+
+function sourcesOf(opts: IdentityOptions): readonly CompiledSource[] {
+  let c = compiledSources.get(opts);
+  if (c !== undefined) return c;
+  const sources: CompiledSource[] = [];
+  for (const s of opts.sessionKeySources) {
+    let src: { from: string; name: string; enabled?: boolean };
+    if (typeof s === 'string') {
+      const colon = s.indexOf(':');
+      src = { from: s.slice(0, colon), name: s.slice(colon + 1) };
+      if (src.from !== 'header' && src.from !== 'body') throw new Error(`session key source ${JSON.stringify(s)}: expected header:<name> or body:<field>`);
+    } else {
+      src = s;
+    }
+    if (src.enabled === false || src.name === '') continue;
+    const name = src.from === 'header' ? src.name.toLowerCase() : src.name;
+    sources.push({ header: src.from === 'header', name, label: `${src.from}:${name}` });
+  }
+  c = sources;
+  compiledSources.set(opts, c);
+  return c;
+}
+
+/**
+ * True when `v` nests arrays and objects more than `left` levels deep. Recursion is bounded by
+ * `left` itself, so no body can overflow the stack here (or in the walks that run after it).
+ */
+function deeperThan(v: unknown, left: number): boolean {
+  if (typeof v !== 'object' || v === null) return false;
+  if (left === 0) return true;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (deeperThan(v[i], left - 1)) return true;
+  } else {
+    for (const k in v) if (deeperThan((v as Body)[k], left - 1)) return true;
+  }
+  return false;
+}
+
+/**
+ * Checks the fields routing relies on, with OpenAI-style 400s naming the bad parameter.
+ * Everything else is the replica's to judge: the gateway forwards the original bytes.
+ */
+export function validateBody(kind: RequestKind, body: unknown, opts: IdentityOptions): asserts body is Body {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw errors.invalidRequest(['The request body must be a JSON object']);
+  }
+  if (deeperThan(body, opts.jsonDepth)) throw errors.nestingTooDeep([opts.jsonDepth]);
+  const b = body as Body;
+  if (b.model !== undefined && typeof b.model !== 'string') throw errors.invalidRequest(['`model` must be a string'], 'model');
+  if (b.stream !== undefined && typeof b.stream !== 'boolean') throw errors.invalidRequest(['`stream` must be a boolean'], 'stream');
+  if (kind === 'chat' && !Array.isArray(b.messages)) throw errors.invalidRequest(['`messages` must be an array'], 'messages');
+  if (kind === 'completion' && typeof b.prompt !== 'string' && !Array.isArray(b.prompt)) {
+    throw errors.invalidRequest(['`prompt` must be a string or an array'], 'prompt');
+  }
+}
+
+/** The session key from the first enabled source that has one; over-long keys are a 400. */
+export function sessionKeyOf(
+  body: Body | null,
+  headers: IncomingHttpHeaders,
+  opts: IdentityOptions,
+): { key: string; source: string } | null {
+  const maxKeyBytes = opts.maxSessionKeyBytes;
+  for (const src of sourcesOf(opts)) {
+    let value: unknown = src.header ? headers[src.name] : body === null ? undefined : body[src.name];
+    if (Array.isArray(value)) value = value[0];
+    if (typeof value === 'number' && Number.isFinite(value)) value = String(value);
+    if (typeof value !== 'string' || value.length === 0) continue;
+    // Cheap bound first: a UTF-16 length within max/3 cannot exceed max bytes.
+    if (value.length * 3 > maxKeyBytes) {
+      const bytes = Buffer.byteLength(value);
+      if (bytes > maxKeyBytes) {
+        throw errors.sessionKeyTooLong([src.label, bytes, maxKeyBytes], src.header ? null : src.name);
+      }
+    }
+    return { key: value, source: src.label };
+  }
+  return null;
+}
+
+/** Identity of a request the gateway does not route by content (e.g. GET /v1/models, embeddings). */
+export function identityWithoutBody(headers: IncomingHttpHeaders, opts: IdentityOptions): RequestIdentity {
+  const session = sessionKeyOf(null, headers, opts);
+  return {
+    kind: 'other', model: null, sessionKey: session?.key ?? null, sessionKeySource: session?.source ?? null,
+    chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0,
+  };
+}
+
+const NO_CHAIN: Chain = { chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0 };
+
+/**
+ * Identity of a parsed chat/completions body: the session key and the prefix chain, computed once
+ * per request from the already-parsed body. Never throws for shapes it does not understand (the
+ * replica judges those); only an over-long session key is an error here.
+ */
+export function identify(kind: RequestKind, body: Body, headers: IncomingHttpHeaders, opts: IdentityOptions): RequestIdentity {
+  const session = sessionKeyOf(body, headers, opts);
+  const ch = kind === 'chat' ? chatChain(body, opts) : kind === 'completion' ? completionChain(body, opts) : NO_CHAIN;
+  return {
+    kind,
+    model: typeof body.model === 'string' ? body.model : null,
+    sessionKey: session?.key ?? null,
+    sessionKeySource: session?.source ?? null,
+    chain: ch.chain,
+    chainTokens: ch.chainTokens,
+    promptTokens: ch.promptTokens,
+    placementKey: ch.placementKey,
+    sharedTokens: ch.sharedTokens,
+  };
+}

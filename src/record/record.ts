@@ -1,0 +1,116 @@
+import type { Logger } from 'pino';
+import type { WarmrouteError } from '../errors.js';
+import { hash64 } from '../identify/hash.js';
+import type { RequestIdentity } from '../identify/identity.js';
+import type { RouteReason, Router } from '../routing/types.js';
+import type { Usage } from '../stream/usage.js';
+import { hopsOf, overheadOf, replicaTtftOf, ttftOf, type HopClock } from '../telemetry/hop-clock.js';
+import { HOPS, type Metrics } from '../telemetry/metrics.js';
+import type { Ending } from '../upstream/forward.js';
+
+/** How a request ended, whether or not it was routed. */
+export interface Ended {
+  readonly ending: Ending;
+  readonly status: number;
+  readonly replica: string | null;
+  /** null: never routed (refused by the edge, or no replica fit). */
+  readonly reason: RouteReason | null;
+  readonly attempts: number;
+  readonly usage: Usage | null;
+  readonly sse: boolean;
+  readonly done: boolean;
+  readonly error: WarmrouteError | null;
+  readonly upstreamError: string | null;
+}
+
+const round = (v: number | null) => (v === null ? null : Math.round(v * 1000) / 1000);
+
+/** The `code` label of warmroute_requests_total. */
+function outcomeLabel(e: Ended): string {
+  if (e.ending === 'aborted') return 'aborted';
+  if (e.ending === 'interrupted') return 'interrupted';
+  return e.status >= 100 ? `${Math.floor(e.status / 100)}xx` : 'none';
+}
+
+/** A short, stable, non-reversible tag of a session key for logs (never the key itself). */
+export function sessionTag(key: string | null): string | null {
+  return key === null ? null : hash64(key).toString(16).padStart(16, '0').slice(0, 12);
+}
+
+export interface Recorder {
+  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended }): void;
+}
+
+/**
+ * Everything that happens once per request after it ended: hop metrics, TTFT, overhead, the
+ * request and decision counters, token counters, the router's feedback and the one access log
+ * line.
+ */
+export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router }): Recorder {
+  const { metrics: m, log, router } = deps;
+  const hop = HOPS.map((h) => m.hopDuration.labels(h));
+  return {
+    record({ method, path, identity, clock, ended: e }) {
+      const hops = hopsOf(clock);
+      for (let i = 0; i < HOPS.length; i++) {
+        const v = hops[HOPS[i]];
+        if (v !== null) hop[i].observe(v / 1000);
+      }
+      const ttft = ttftOf(clock);
+      const overhead = e.replica !== null ? overheadOf(clock) : null;
+      const replicaTtft = replicaTtftOf(clock);
+      const route = e.reason ?? 'none';
+      if (ttft !== null) m.ttft.labels(route).observe(ttft / 1000);
+      if (overhead !== null) m.overhead.observe(overhead / 1000);
+      const replica = e.replica ?? 'none';
+      m.requests.labels(replica, route, outcomeLabel(e)).inc();
+      if (e.reason !== null) m.decisions.labels(e.reason).inc();
+      const u = e.usage;
+      if (u && e.replica) {
+        if (u.promptTokens !== null) m.promptTokens.labels(replica).inc(u.promptTokens);
+        if (u.cachedTokens !== null) m.cachedTokens.labels(replica).inc(u.cachedTokens);
+      }
+      if (identity !== null && e.replica !== null && e.ending !== 'aborted') {
+        router.served(identity, {
+          replica: e.replica,
+          result: e.ending === 'interrupted' ? 'interrupted' : e.ending === 'complete' && e.status < 400 ? 'ok' : 'error',
+          replicaTtftMs: replicaTtft,
+          promptTokens: u?.promptTokens ?? null,
+          cachedTokens: u?.cachedTokens ?? null,
+        });
+      }
+      log.info({
+        method,
+        path,
+        status: e.status,
+        outcome: e.ending,
+        replica: e.replica,
+        route: e.reason,
+        attempts: e.attempts,
+        session: sessionTag(identity?.sessionKey ?? null),
+        sessionSource: identity?.sessionKeySource ?? null,
+        model: identity?.model ?? null,
+        stream: e.sse,
+        ttftMs: round(ttft),
+        overheadMs: round(overhead),
+        // Flat numbers, not a nested object: pino serialises nested objects on a much slower path.
+        parseMs: round(hops.parse),
+        routeMs: round(hops.route),
+        queueMs: round(hops.queue),
+        connectMs: round(hops.connect),
+        upstreamHeadersMs: round(hops.upstream_headers),
+        upstreamFirstTokenMs: round(hops.upstream_first_token),
+        streamMs: round(hops.stream),
+        replicaTtftMs: round(replicaTtft),
+        promptTokens: u?.promptTokens ?? null,
+        cachedTokens: u?.cachedTokens ?? null,
+        completionTokens: u?.completionTokens ?? null,
+        done: e.sse ? e.done : undefined,
+        err: e.error ? e.error.openaiCode : undefined,
+        // Messages that quote what the client sent (a model name, a path) stay out of the log.
+        detail: e.error && !e.error.quotesClient ? e.error.message : undefined,
+        upstreamError: e.upstreamError ?? undefined,
+      }, 'request');
+    },
+  };
+}

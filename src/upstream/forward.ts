@@ -1,0 +1,232 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import type { ResolvedConfig } from '../config/schema.js';
+import { errors, isWarmrouteError, writeError, type WarmrouteError } from '../errors.js';
+import type { Health } from '../fleet/health.js';
+import type { ReplicaState } from '../fleet/registry.js';
+import type { RequestIdentity } from '../identify/identity.js';
+import type { Admission } from '../queue/admission.js';
+import type { Decision, RouteReason } from '../routing/types.js';
+import { endInterrupted } from '../stream/interrupt.js';
+import { createTap, type Tap, type Usage } from '../stream/tap.js';
+import { nowMs, serverTiming, type HopClock } from '../telemetry/hop-clock.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import { ClientGone, failureOf, RetryStatus } from './failures.js';
+import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
+
+export interface ForwardDeps {
+  readonly agent: Dispatcher;
+  readonly admission: Admission;
+  readonly health: Health;
+  readonly metrics: Metrics;
+  readonly config: ResolvedConfig;
+  byName(name: string): ReplicaState | undefined;
+}
+
+/** One client request on its way through the gateway. */
+export interface Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly method: string;
+  /** Origin-form target as checked by the edge (normalised path and the query). */
+  readonly target: string;
+  readonly body: Buffer | null;
+  readonly identity: RequestIdentity;
+  readonly decision: Decision;
+  readonly clock: HopClock;
+  readonly draining: () => boolean;
+}
+
+/** How an exchange ended, for the access line, the metrics and the router. */
+export type Ending =
+  /** The replica's response reached the client whole (whatever its status). */
+  | 'complete'
+  /** No replica answered: the client got the gateway's own error. */
+  | 'failed'
+  /** The replica failed after its first byte: the client got an error event or a cut-off body. */
+  | 'interrupted'
+  /** The client went away first. */
+  | 'aborted';
+
+export interface Outcome {
+  ending: Ending;
+  /** Status sent to the client (0 when it went away before any). */
+  status: number;
+  replica: string | null;
+  reason: RouteReason;
+  attempts: number;
+  usage: Usage | null;
+  sse: boolean;
+  done: boolean;
+  error: WarmrouteError | null;
+  /** What the last failed attempt's error said (undici's message): for the log, never the client. */
+  upstreamError: string | null;
+}
+
+/**
+ * Sends the request to the ranked replicas in turn until one answers, then streams its response
+ * to the client as received. A failure before any response byte moves on to the next replica
+ * (at most limits.maxRetries times), counted by cause; after the first byte it never does (see
+ * stream/interrupt.ts). Resolves when the exchange is over, never rejects.
+ */
+export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
+  const { config, metrics } = deps;
+  const { res, clock, decision } = ex;
+  const ranked = decision.ranked;
+  const maxAttempts = Math.min(ranked.length, config.limits.maxRetries + 1);
+
+  const out: Outcome = { ending: 'failed', status: 0, replica: null, reason: decision.reason, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null };
+  let replica: ReplicaState | null = null;
+  let admitted = false;
+  let abortUpstream: ((e: Error) => void) | null = null;
+  let tap: Tap | null = null;
+  let finished = false;
+  let resolveDone!: (o: Outcome) => void;
+  const done = new Promise<Outcome>((r) => { resolveDone = r; });
+
+  const routeHeaders = () => (!config.headers.route ? [] : replica ? ['x-warmroute-replica', replica.name, 'x-warmroute-route', out.reason] : ['x-warmroute-route', out.reason]);
+
+  function finish(ending: Ending) {
+    if (finished) return;
+    finished = true;
+    out.ending = ending;
+    clock.ended = nowMs();
+    // The response object outlives the exchange a little; what it reaches through this closure
+    // should not.
+    abortUpstream = null;
+    if (admitted && replica) deps.admission.release(replica);
+    admitted = false;
+    if (tap) {
+      tap.end();
+      out.usage = tap.usage;
+      out.done = tap.done;
+    }
+    resolveDone(out);
+  }
+
+  res.on('close', () => {
+    if (finished || res.writableFinished) return;
+    metrics.clientAborts.inc({ replica: replica?.name ?? 'none' });
+    abortUpstream?.(new ClientGone('client disconnected'));
+    finish('aborted');
+  });
+
+  function fail(err: WarmrouteError) {
+    out.error = err;
+    out.status = err.statusCode;
+    writeError(res, err, routeHeaders());
+    finish('failed');
+  }
+
+  function attempt(i: number) {
+    if (finished) return;
+    const r = deps.byName(ranked[i].name);
+    if (r === undefined) return fail(errors.internal([], null, new Error(`router ranked unknown replica ${ranked[i].name}`)));
+    replica = r;
+    out.replica = r.name;
+    out.attempts = i + 1;
+    if (i > 0) out.reason = 'failover';
+    const wait = deps.admission.acquire(r);
+    if (wait === null) return dispatch(r, i);
+    wait.then(
+      () => {
+        if (finished) { deps.admission.release(r); return; }
+        dispatch(r, i);
+      },
+      (e: WarmrouteError) => { if (!finished) fail(e); },
+    );
+  }
+
+  function dispatch(r: ReplicaState, i: number) {
+    admitted = true;
+    if (clock.admitted === 0) clock.admitted = nowMs();
+    clock.upstreamHeaders = 0;
+    const isLast = i + 1 >= maxAttempts;
+    let headersWritten = false;
+    const markSent = () => { clock.sent = nowMs(); };
+
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(controller) {
+        if (finished) return controller.abort(new ClientGone('client disconnected'));
+        abortUpstream = (e) => controller.abort(e);
+        // undici writes the request right after this returns, in the same tick: the mark goes
+        // after the write, so `connect` ends when the request is on a connected socket.
+        queueMicrotask(markSent);
+      },
+      onResponseStart(controller, status, headers) {
+        if (status < 200) return;
+        clock.upstreamHeaders = nowMs();
+        if ((status === 502 || status === 503) && !isLast) {
+          controller.abort(new RetryStatus(status));
+          return;
+        }
+        const h = clientResponseHeaders(headers as Record<string, string | string[] | undefined>);
+        out.sse = h.contentType.startsWith('text/event-stream');
+        tap = createTap(out.sse);
+        out.status = status;
+        // An event stream goes out chunked whatever the replica framed it with: if the replica
+        // fails mid-way, an error event can still be added (stream/interrupt.ts).
+        if (h.contentLength !== null && !out.sse) h.headers.push('content-length', h.contentLength);
+        h.headers.push(...routeHeaders());
+        if (config.headers.serverTiming) h.headers.push('server-timing', serverTiming(clock));
+        if (ex.draining()) h.headers.push('connection', 'close');
+        res.writeHead(status, h.headers);
+        headersWritten = true;
+      },
+      onResponseData(controller, chunk) {
+        if (tap!.scan(chunk)) clock.firstToken = nowMs();
+        if (!res.write(chunk)) {
+          controller.pause();
+          res.once('drain', () => controller.resume());
+        }
+      },
+      onResponseEnd() {
+        res.end();
+        finish('complete');
+      },
+      onResponseError(_controller, err) {
+        if (err instanceof ClientGone || finished) { finish('aborted'); return; }
+        if (!headersWritten) return failedBeforeResponse(r, i, isLast, err);
+        failedMidStream(r, err);
+      },
+    };
+
+    deps.agent.dispatch({
+      origin: r.origin,
+      path: ex.target,
+      method: ex.method,
+      headers: upstreamRequestHeaders(ex.req, r.apiKey),
+      body: ex.body,
+      headersTimeout: config.timeouts.headersMs,
+      bodyTimeout: config.timeouts.idleMs,
+    }, handler);
+  }
+
+  function failedBeforeResponse(r: ReplicaState, i: number, isLast: boolean, err: Error) {
+    const { cause, retry, down } = failureOf(err);
+    out.upstreamError = err.message;
+    if (down) deps.health.markDown(r, cause, err.message);
+    deps.admission.release(r);
+    admitted = false;
+    if (retry && !isLast) {
+      metrics.retries.inc({ replica: r.name, cause });
+      return attempt(i + 1);
+    }
+    if (cause === 'headers_timeout') return fail(errors.upstreamTimeout([r.name, config.timeouts.headersMs]));
+    if (isWarmrouteError(err)) return fail(err);
+    fail(errors.upstreamUnavailable([r.name, cause === 'other' ? 'the request could not be sent' : cause.replaceAll('_', ' ')]));
+  }
+
+  function failedMidStream(r: ReplicaState, err: Error) {
+    const { cause } = failureOf(err);
+    out.upstreamError = err.message;
+    metrics.streamErrors.inc({ replica: r.name, cause });
+    const e = errors.upstreamStream([r.name, cause === 'idle_timeout' ? `no data for ${config.timeouts.idleMs} ms` : cause === 'reset' ? 'connection lost' : cause.replaceAll('_', ' ')]);
+    out.error = e;
+    endInterrupted(res, e, out.sse);
+    finish('interrupted');
+  }
+
+  attempt(0);
+  return done;
+}

@@ -1,0 +1,86 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { createTap } from '../../src/stream/tap.js';
+
+const ev = (delta: object, extra = '') => `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":${JSON.stringify(delta)}${extra}}]}\n\n`;
+const ROLE = ev({ role: 'assistant', content: '' });
+const TOKEN = ev({ content: 'Hi' });
+const TOOL = ev({ tool_calls: [{ index: 0, id: 'x', type: 'function', function: { name: 'f', arguments: '' } }] });
+const USAGE = 'data: {"id":"c","choices":[],"usage":{"prompt_tokens":120,"total_tokens":130,"completion_tokens":10,"prompt_tokens_details":{"cached_tokens":96}}}\n\n';
+const DONE = 'data: [DONE]\n\n';
+
+/** Feeds `text` cut at the given offsets; returns the index of the chunk that carried the first token. */
+function feed(text: string, cuts: number[], sse = true) {
+  const tap = createTap(sse);
+  const bounds = [0, ...cuts, text.length];
+  let firstAt = -1;
+  for (let i = 0; i + 1 < bounds.length; i++) {
+    if (tap.scan(Buffer.from(text.slice(bounds[i], bounds[i + 1]))) && firstAt < 0) firstAt = i;
+  }
+  tap.end();
+  return { tap, firstAt };
+}
+
+describe('sse tap', () => {
+  const cases: { name: string; text: string; cuts: number[]; firstAt: number }[] = [
+    { name: 'the role chunk is not a token; the next content chunk is', text: ROLE + TOKEN, cuts: [ROLE.length], firstAt: 1 },
+    { name: 'role and content in one read', text: ROLE + TOKEN, cuts: [], firstAt: 0 },
+    { name: 'a marker split across reads', text: ROLE + TOKEN, cuts: [ROLE.length + TOKEN.indexOf('"content"') + 5], firstAt: 1 },
+    { name: 'split right after the opening quote of the value', text: ROLE + TOKEN, cuts: [ROLE.length + TOKEN.indexOf('"content":"') + 11], firstAt: 1 },
+    { name: 'a tool call is a first token', text: ROLE + TOOL, cuts: [ROLE.length], firstAt: 1 },
+    { name: 'an empty tool_calls list is not', text: ROLE + ev({ tool_calls: [] }) + TOKEN, cuts: [ROLE.length, ROLE.length + ev({ tool_calls: [] }).length], firstAt: 2 },
+    { name: 'completions text', text: 'data: {"choices":[{"text":"","index":0}]}\n\ndata: {"choices":[{"text":"Hello","index":0}]}\n\n', cuts: [42], firstAt: 1 },
+    { name: 'spaces after the colon (a Python json.dumps upstream)', text: 'data: {"choices": [{"delta": {"content": ""}}]}\n\ndata: {"choices": [{"delta": {"content": "x"}}]}\n\n', cuts: [48], firstAt: 1 },
+  ];
+  for (const c of cases) {
+    it(c.name, () => assert.equal(feed(c.text, c.cuts).firstAt, c.firstAt));
+  }
+
+  it('reads usage (also when split across reads) and [DONE]', () => {
+    const text = ROLE + TOKEN + USAGE + DONE;
+    const { tap } = feed(text, [ROLE.length + TOKEN.length + 30]);
+    assert.deepEqual(tap.usage, { promptTokens: 120, completionTokens: 10, cachedTokens: 96 });
+    assert.equal(tap.done, true);
+  });
+
+  it('a [DONE] split across reads is still seen', () => {
+    const text = ROLE + TOKEN + DONE;
+    assert.equal(feed(text, [text.length - 6]).tap.done, true);
+    assert.equal(feed(ROLE + TOKEN, []).tap.done, false);
+  });
+
+  it('"usage":null is not usage', () => {
+    const { tap } = feed(ROLE + ev({ content: 'a' }, ',"usage":null') + DONE, []);
+    assert.equal(tap.usage, null);
+  });
+
+  it('Responses API usage: input/output tokens and input_tokens_details.cached_tokens', () => {
+    const completed = 'event: response.completed\ndata: {"type":"response.completed","response":{"id":"resp_1","usage":{"input_tokens":900,"input_tokens_details":{"cached_tokens":768},"output_tokens":12,"total_tokens":912}}}\n\n';
+    const { tap } = feed('event: response.output_text.delta\ndata: {"type":"response.output_text.delta","delta":"Hi"}\n\n' + completed, [40]);
+    assert.deepEqual(tap.usage, { promptTokens: 900, completionTokens: 12, cachedTokens: 768 });
+  });
+
+  it('any split of a stream gives the same first-token position, usage and [DONE] as the whole (random splits)', () => {
+    const text = ROLE + ev({ content: '' }) + TOKEN + ev({ content: ' there' }) + USAGE + DONE;
+    const tokenEnds = (ROLE + ev({ content: '' })).length + TOKEN.indexOf('"Hi"') + 2;
+    fc.assert(fc.property(fc.uniqueArray(fc.integer({ min: 1, max: text.length - 1 }), { maxLength: 12 }), (raw) => {
+      const cuts = [...raw].sort((a, b) => a - b);
+      const { tap, firstAt } = feed(text, cuts);
+      // The chunk that completes the first token's event is the one that carries it.
+      const eventEnd = text.indexOf('\n\n', tokenEnds) + 2;
+      const want = [0, ...cuts].filter((c) => c < eventEnd).length - 1;
+      assert.equal(firstAt, want);
+      assert.deepEqual(tap.usage, { promptTokens: 120, completionTokens: 10, cachedTokens: 96 });
+      assert.equal(tap.done, true);
+    }), { numRuns: 300 });
+  });
+
+  it('a non-streaming body: the first byte is the first token, usage read at the end', () => {
+    const body = JSON.stringify({ choices: [{ message: { content: 'x' } }], usage: { prompt_tokens: 5, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 0 } } });
+    const { tap, firstAt } = feed(body, [10, 50], false);
+    assert.equal(firstAt, 0);
+    assert.deepEqual(tap.usage, { promptTokens: 5, completionTokens: 1, cachedTokens: 0 });
+  });
+});
+
