@@ -17,14 +17,11 @@ createServer((req, res) => {
   req.on('data', (c: Buffer) => parts.push(c));
   req.on('end', () => {
     agent.dispatch({ origin, path: req.url!, method: 'POST', headers: ['content-type', 'application/json'], body: Buffer.concat(parts) }, {
-      onConnect() {},
-      onHeaders(status: number) {
-        res.writeHead(status, ['content-type', 'text/event-stream']);
-        return true;
-      },
-      onData: (c: Buffer) => res.write(c),
-      onComplete: () => res.end(),
-      onError: (e: Error) => res.destroy(e),
+      onRequestStart() {},
+      onResponseStart(_c, status) { res.writeHead(status, ['content-type', 'text/event-stream']); },
+      onResponseData: (_c, chunk) => { res.write(chunk); },
+      onResponseEnd: () => { res.end(); },
+      onResponseError: (_c, e) => { res.destroy(e); },
     } as Dispatcher.DispatchHandler);
   });
 }).listen(Number(values.port), '127.0.0.1', () => console.log(`raw proxy listening ${values.port}`));

@@ -68,9 +68,9 @@ async function startScript(name: string, script: string, upstream: string): Prom
   return { name, url: `http://127.0.0.1:${port}`, child };
 }
 
-/** The Node references, cheapest last: node:http + undici, node:http + raw socket, a TCP pipe. */
+/** The Node references: node:http + undici (the floor), the same behind a fastify route, a TCP pipe. */
 export const startRawNode = (upstream: string) => startScript('node:http+undici', 'bench/overhead/raw-proxy.ts', upstream);
-export const startSocketProxy = (upstream: string) => startScript('node:http+socket', 'bench/overhead/socket-proxy.ts', upstream);
+export const startFastifyUndici = (upstream: string) => startScript('fastify+undici', 'bench/overhead/fastify-proxy.ts', upstream);
 export const startTcpPipe = (upstream: string) => startScript('node tcp pipe', 'bench/overhead/tcp-pipe.ts', upstream);
 
 export function nginxPath(): string | null {

@@ -3,7 +3,7 @@
 
 import { Agent, request } from 'node:http';
 import { renderChat, type ChatMessage } from './tokenizer.js';
-import { createSseReader } from '../lib/sse.js';
+import { createSseEvents } from '../../src/stream/sse-events.js';
 
 export interface StreamResult {
   status: number;
@@ -50,8 +50,7 @@ export function streamRequest(url: string, path: string, body: unknown, agent?: 
       { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': payload.length } },
       (res) => {
         out.status = res.statusCode ?? 0;
-        res.setEncoding('utf8');
-        const read = createSseReader((data) => {
+        const events = createSseEvents(({ data }) => {
           if (data === '[DONE]') {
             out.done = true;
             return;
@@ -69,15 +68,17 @@ export function streamRequest(url: string, path: string, body: unknown, agent?: 
           out.content += text;
           if (c.finish_reason) out.finishReason = c.finish_reason;
         });
-        res.on('data', (d: string) => {
-          out.raw += d;
-          read(d);
+        const parts: Buffer[] = [];
+        res.on('data', (d: Buffer) => {
+          parts.push(d);
+          events.push(d);
         });
         res.on('error', () => {
           out.broken = true;
         });
         res.on('close', () => {
           out.totalMs = performance.now() - t0;
+          out.raw = Buffer.concat(parts).toString();
           if (!res.complete) out.broken = true;
           resolve(out);
         });

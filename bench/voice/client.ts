@@ -3,7 +3,7 @@
 // reason, Server-Timing hops) and the usage chunk are kept for the per-turn record.
 
 import { Agent, request } from 'node:http';
-import { createSseReader } from '../lib/sse.js';
+import { createSseEvents } from '../../src/stream/sse-events.js';
 
 export interface ToolCall {
   id: string;
@@ -109,15 +109,14 @@ export function streamChatExchange(url: string, headers: Record<string, string>,
       out.replica = header(res.headers['x-warmroute-replica']);
       out.route = header(res.headers['x-warmroute-route']);
       out.hops = parseServerTiming(header(res.headers['server-timing']) ?? undefined);
-      res.setEncoding('utf8');
-      const read = createSseReader((data) => {
+      const events = createSseEvents(({ data }) => {
         try {
           onEvent(data);
         } catch {
           out.error = 'unparsable SSE event';
         }
       });
-      res.on('data', read);
+      res.on('data', (d: Buffer) => events.push(d));
       res.on('error', (e) => finish(e.message));
       res.on('close', () => finish(res.complete ? (out.status === 200 ? null : `HTTP ${out.status}`) : 'stream cut'));
     });

@@ -1,15 +1,10 @@
-// Incremental scanner for an OpenAI chat-completions SSE stream.
-//
-// It answers three questions as bytes arrive: has the first CONTENT chunk been seen (text or a tool
+// What `warmroute probe` reads of an OpenAI chat-completions stream, event by event (the gateway's
+// own SSE reader, stream/sse-events.ts): has the first CONTENT chunk been seen (text or a tool
 // call — the role-only opener `{"role":"assistant","content":""}` does not count), what usage did
-// the server report, and did the stream carry an error event. Lines are JSON-parsed only until the
-// first content is found; after that only lines that can hold usage or an error are parsed, so the
-// scanner stays cheap on long streams.
+// the server report, and did the stream carry an error event. Events are JSON-parsed only until
+// the first content is found; after that only those that can hold usage or an error.
 
-const NL = 0x0a;
-const DATA = Buffer.from('data:');
-const USAGE_KEY = Buffer.from('"prompt_tokens"');
-const ERROR_KEY = Buffer.from('"error"');
+import { createSseEvents } from '../stream/sse-events.js';
 
 export interface SseScanState {
   contentSeen: boolean;
@@ -17,7 +12,7 @@ export interface SseScanState {
   promptTokens: number | null;
   cachedTokens: number | null;
   error: string | null;
-  /** Non-empty data lines seen, for diagnostics when no content ever arrives. */
+  /** Non-empty data events seen, for diagnostics when no content ever arrives. */
   events: number;
 }
 
@@ -25,7 +20,7 @@ export interface SseScanner {
   readonly state: SseScanState;
   /** Feed one network chunk; returns true if this chunk held the first content chunk. */
   push(chunk: Buffer): boolean;
-  /** Flush a final line that lacked its newline; returns true like push(). */
+  /** The stream ended (an event left without its blank line is dropped); returns true like push(). */
   end(): boolean;
 }
 
@@ -36,42 +31,27 @@ interface ChunkShape {
 }
 
 export function createSseScanner(): SseScanner {
-  const state: SseScanState = {
-    contentSeen: false,
-    done: false,
-    promptTokens: null,
-    cachedTokens: null,
-    error: null,
-    events: 0,
-  };
-  let rest: Buffer | null = null;
-
-  function onLine(buf: Buffer, start: number, end: number): boolean {
-    if (end > start && buf[end - 1] === 0x0d) end--; // CRLF
-    if (end - start < DATA.length || buf.compare(DATA, 0, DATA.length, start, start + DATA.length) !== 0) {
-      return false; // comments, event:, id:, blank separators
-    }
-    let p = start + DATA.length;
-    if (buf[p] === 0x20) p++;
-    if (p >= end) return false;
-    const line = buf.subarray(p, end);
+  const state: SseScanState = { contentSeen: false, done: false, promptTokens: null, cachedTokens: null, error: null, events: 0 };
+  let first = false;
+  const events = createSseEvents(({ data }) => {
+    if (data === '') return;
     state.events++;
-    if (line.length === 6 && line.toString('latin1') === '[DONE]') {
+    if (data === '[DONE]') {
       state.done = true;
-      return false;
+      return;
     }
-    const mustParse = !state.contentSeen || line.includes(USAGE_KEY) || line.includes(ERROR_KEY);
-    if (!mustParse) return false;
+    const mustParse = !state.contentSeen || data.includes('"prompt_tokens"') || data.includes('"error"');
+    if (!mustParse) return;
     let obj: ChunkShape;
     try {
-      obj = JSON.parse(line.toString('utf8')) as ChunkShape;
+      obj = JSON.parse(data) as ChunkShape;
     } catch {
-      return false; // a stray non-JSON line is not content; keep scanning
+      return; // a stray non-JSON event is not content; keep reading
     }
-    if (obj === null || typeof obj !== 'object') return false;
+    if (obj === null || typeof obj !== 'object') return;
     if (obj.error !== undefined && obj.error !== null) {
       state.error ??= errorText(obj.error);
-      return false;
+      return;
     }
     const usage = obj.usage;
     if (usage && typeof usage.prompt_tokens === 'number') {
@@ -81,33 +61,18 @@ export function createSseScanner(): SseScanner {
     }
     if (!state.contentSeen && isContent(obj)) {
       state.contentSeen = true;
-      return true;
+      first = true;
     }
-    return false;
-  }
-
-  function scan(buf: Buffer): boolean {
-    let first = false;
-    let start = 0;
-    for (let i = buf.indexOf(NL, start); i !== -1; i = buf.indexOf(NL, start)) {
-      if (onLine(buf, start, i)) first = true;
-      start = i + 1;
-    }
-    rest = start < buf.length ? buf.subarray(start) : null;
+  });
+  const after = (feed: () => void) => {
+    first = false;
+    feed();
     return first;
-  }
-
+  };
   return {
     state,
-    push(chunk) {
-      return scan(rest ? Buffer.concat([rest, chunk]) : chunk);
-    },
-    end() {
-      if (!rest) return false;
-      const buf = rest;
-      rest = null;
-      return onLine(buf, 0, buf.length);
-    },
+    push: (chunk) => after(() => events.push(chunk)),
+    end: () => after(() => events.end()),
   };
 }
 

@@ -37,6 +37,15 @@ export function sessionTag(key: string | null): string | null {
   return key === null ? null : hash64(key).toString(16).padStart(16, '0').slice(0, 12);
 }
 
+function memo<T>(make: (key: string) => T): (key: string) => T {
+  const made = new Map<string, T>();
+  return (key) => {
+    let v = made.get(key);
+    if (v === undefined) made.set(key, (v = make(key)));
+    return v;
+  };
+}
+
 export interface Recorder {
   record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended }): void;
 }
@@ -49,6 +58,13 @@ export interface Recorder {
 export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router }): Recorder {
   const { metrics: m, log, router } = deps;
   const hop = HOPS.map((h) => m.hopDuration.labels(h));
+  // prom-client builds a label object and a closure on every labels() call: each series' child is
+  // made once and kept (every label set here is bounded: replicas, reasons, outcomes).
+  const ttftBy = memo((route) => m.ttft.labels(route));
+  const requestsBy = memo((key) => m.requests.labels(...(key.split(' ') as [string, string, string])));
+  const decisionsBy = memo((reason) => m.decisions.labels(reason));
+  const promptBy = memo((replica) => m.promptTokens.labels(replica));
+  const cachedBy = memo((replica) => m.cachedTokens.labels(replica));
   return {
     record({ method, path, identity, clock, ended: e }) {
       const hops = hopsOf(clock);
@@ -60,15 +76,15 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       const overhead = e.replica !== null ? overheadOf(clock) : null;
       const replicaTtft = replicaTtftOf(clock);
       const route = e.reason ?? 'none';
-      if (ttft !== null) m.ttft.labels(route).observe(ttft / 1000);
+      if (ttft !== null) ttftBy(route).observe(ttft / 1000);
       if (overhead !== null) m.overhead.observe(overhead / 1000);
       const replica = e.replica ?? 'none';
-      m.requests.labels(replica, route, outcomeLabel(e)).inc();
-      if (e.reason !== null) m.decisions.labels(e.reason).inc();
+      requestsBy(`${replica} ${route} ${outcomeLabel(e)}`).inc();
+      if (e.reason !== null) decisionsBy(e.reason).inc();
       const u = e.usage;
       if (u && e.replica) {
-        if (u.promptTokens !== null) m.promptTokens.labels(replica).inc(u.promptTokens);
-        if (u.cachedTokens !== null) m.cachedTokens.labels(replica).inc(u.cachedTokens);
+        if (u.promptTokens !== null) promptBy(replica).inc(u.promptTokens);
+        if (u.cachedTokens !== null) cachedBy(replica).inc(u.cachedTokens);
       }
       if (identity !== null && e.replica !== null && e.ending !== 'aborted') {
         router.served(identity, {
@@ -89,7 +105,8 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         attempts: e.attempts,
         session: sessionTag(identity?.sessionKey ?? null),
         sessionSource: identity?.sessionKeySource ?? null,
-        model: identity?.model ?? null,
+        // Only a model some replica serves (the request was routed): otherwise it is the client's text.
+        model: e.reason !== null ? identity?.model ?? null : null,
         stream: e.sse,
         ttftMs: round(ttft),
         overheadMs: round(overhead),

@@ -21,7 +21,10 @@ export interface Tap {
 // chunk (`"content":""`) is not one.
 const TOKEN = /"(?:content|text)"\s*:\s*"[^"]|"tool_calls"\s*:\s*\[\s*\{/;
 
-/** An SSE stream: read event by event (stream/sse-events.ts); JSON is never parsed here. */
+/**
+ * An SSE stream: read event by event (stream/sse-events.ts), one character per byte since every
+ * marker looked for is ASCII; JSON is never parsed here.
+ */
 function sseTap(): Tap {
   let first = false;
   let chunkHasFirst = false;
@@ -33,7 +36,7 @@ function sseTap(): Tap {
     if (data === '[DONE]') { done = true; return; }
     if (!first && TOKEN.test(data)) { first = true; chunkHasFirst = true; }
     if (data.includes('"usage"')) usage = usageIn(data) ?? usage;
-  });
+  }, { bytes: 'latin1' });
   return {
     scan(chunk) {
       if (done) return false;

@@ -4,7 +4,11 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { defaultsOf } from '../../src/config/defaults.js';
 import { ConfigError, loadConfig, performanceWarnings, resolveConfig } from '../../src/config/load.js';
+import { ConfigSchema } from '../../src/config/schema.js';
 
 function tmpYaml(text: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'warmroute-cfg-'));
@@ -19,6 +23,13 @@ describe('configuration', () => {
     assert.equal(c.upstreams[0].name, 'vllm-0');
     assert.equal(c.routing.strategy, 'affinity');
     assert.ok(Object.isFrozen(c) && Object.isFrozen(c.upstreams[0]));
+  });
+
+  it('the example config shows exactly the defaults, every one of them (it says "the values shown are the defaults")', () => {
+    const example = parseYaml(readFileSync('config/warmroute.example.yaml', 'utf8')) as Record<string, unknown>;
+    assert.match(readFileSync('config/warmroute.example.yaml', 'utf8'), /the values shown are the\s+#?\s*defaults/);
+    const { upstreams: _, ...shown } = example;
+    assert.deepEqual(shown, defaultsOf(ConfigSchema));
   });
 
   it('defaults: host 0.0.0.0, port 8080, admin 9090, affinity; replica name = host:port', () => {

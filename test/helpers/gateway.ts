@@ -15,7 +15,7 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-/** A real gateway on loopback port 0 in front of `upstreams`, logging into memory. */
+/** A real gateway on loopback port 0 in front of `upstreams` (or `raw.upstreams`), logging into memory. */
 export async function startGateway(upstreams: string[], raw: Record<string, any> = {}): Promise<TestGateway> {
   const logs: Record<string, any>[] = [];
   const sink = new Writable({
@@ -26,7 +26,7 @@ export async function startGateway(upstreams: string[], raw: Record<string, any>
   });
   const config = resolveConfig({
     ...raw,
-    upstreams: upstreams.map((url) => ({ url })),
+    upstreams: raw.upstreams ?? upstreams.map((url) => ({ url })),
     listen: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
     logging: { level: 'info', ...(raw.logging ?? {}) },

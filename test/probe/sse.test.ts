@@ -67,10 +67,11 @@ test('an error event is captured, before or after content', () => {
   assert.equal(t.state.error, 'mid-stream');
 });
 
-test('a final line without newline is handled by end()', () => {
+test('an event cut off by the end of the stream (no blank line) is not an event, as the SSE spec says', () => {
   const s = createSseScanner();
   assert.equal(s.push(Buffer.from(chunk({ role: 'assistant' }) + `data: {"choices":[{"delta":{"content":"z"}}]}`)), false);
-  assert.equal(s.end(), true);
+  assert.equal(s.end(), false);
+  assert.equal(s.state.contentSeen, false);
 });
 
 test('comments, event: lines and junk data are ignored', () => {
