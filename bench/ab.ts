@@ -1,9 +1,12 @@
 /**
  * npm run bench:ab -- --b PATH/TO/OTHER/dist/cli.js [--a dist/cli.js] [--blocks 40] [--rounds 6]
+ *                     [--route chat|completions] [--body-kb 8]
  * Two gateway builds, A and B, against the same simple upstream in one run, with direct as the
  * reference: concurrency 1 steady (rotated blocks of 50 requests) and concurrency 50 (rotated
- * rounds of 1,000), client TTFT percentiles and each gateway's CPU per request. For "did this
- * change make the hot path faster?": build the other revision in a git worktree and point --b at it.
+ * rounds of 1,000), client TTFT percentiles and each gateway's CPU per request. For "does this
+ * hand-written part earn its place?": build the other variant in a git worktree and point --b at
+ * it; the verdict line applies the project's rule (≥ 0.05 ms added TTFT p50 at concurrency 1, or
+ * ≥ 10% CPU per request at concurrency 50).
  */
 import { parseArgs } from 'node:util';
 import { fmt, percentiles } from './lib/percentiles.js';
@@ -16,6 +19,8 @@ const { values: args } = parseArgs({
     b: { type: 'string' },
     blocks: { type: 'string', default: '40' },
     rounds: { type: 'string', default: '6' },
+    route: { type: 'string', default: 'chat' },
+    'body-kb': { type: 'string', default: '8' },
   },
 });
 if (!args.b) {
@@ -30,7 +35,7 @@ const targets: Target[] = [upstream];
 for (const [name, entry] of [['A', args.a], ['B', args.b]] as const) {
   targets.push(await startWarmroute(upstream.url, ['--log-level', 'info'], entry, `${name} ${entry}`));
 }
-const body = benchBody(8);
+const body = benchBody(Number(args['body-kb']), args.route === 'completions' ? 'completions' : 'chat');
 const loads = targets.map(loaded);
 try {
   await warm(loads, body);
@@ -39,13 +44,18 @@ try {
   const { ttft: c50, cpuPerReq } = await rotatedRounds(loads, body, PER_ROUND * rounds, rounds);
   const d1 = percentiles(c1.get(upstream.name)!);
   const d50 = percentiles(c50.get(upstream.name)!);
-  process.stdout.write('| target | c=1 TTFT p50 ms | p90 | added p50 | c=50 p50 ms | p99 | added p99 | CPU µs/request (c=50) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n');
+  process.stdout.write(`${args.route} requests of ${args['body-kb']} KiB\n\n| target | c=1 TTFT p50 ms | p90 | added p50 | c=50 p50 ms | p99 | added p99 | CPU µs/request (c=50) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n`);
   for (const t of targets) {
     const a = percentiles(c1.get(t.name)!);
     const b = percentiles(c50.get(t.name)!);
     const ref = t === upstream;
     process.stdout.write(`| ${t.name} | ${fmt(a.p50, 3)} | ${fmt(a.p90, 3)} | ${ref ? '—' : fmt(a.p50 - d1.p50, 3)} | ${fmt(b.p50, 2)} | ${fmt(b.p99, 2)} | ${ref ? '—' : fmt(b.p99 - d50.p99, 2)} | ${fmt((cpuPerReq.get(t.name) ?? NaN) * 1e6, 0)} |\n`);
   }
+  const [a, b] = targets.slice(1).map((t) => ({ p50: percentiles(c1.get(t.name)!).p50, cpu: cpuPerReq.get(t.name) ?? NaN }));
+  const savedMs = b.p50 - a.p50;
+  const savedCpu = (b.cpu - a.cpu) / b.cpu;
+  process.stdout.write(`\nA against B: added TTFT p50 at concurrency 1 ${savedMs >= 0 ? '−' : '+'}${fmt(Math.abs(savedMs), 3)} ms, CPU per request at concurrency 50 ${savedCpu >= 0 ? '−' : '+'}${fmt(Math.abs(savedCpu) * 100, 1)}%. `
+    + `${savedMs >= 0.05 || savedCpu >= 0.1 ? 'A saves enough to keep a hand-written part over the library in B.' : 'Below the bar (0.05 ms or 10%): the library in B is the one to keep.'}\n`);
 } finally {
   await closePools(loads);
   for (const t of targets.reverse()) await t.child?.stop();

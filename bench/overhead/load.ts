@@ -3,28 +3,43 @@ import { Pool } from 'undici';
 
 const FIRST = Buffer.from('word0');
 
-/** A chat body of about `kb` KiB: a long byte-stable system prompt plus a short exchange. */
-export function benchBody(kb: number): string {
+/** One request the load loops send: its path and its JSON body. */
+export interface BenchRequest {
+  readonly path: string;
+  readonly body: string;
+}
+
+/**
+ * A request of about `kb` KiB. `chat`: a long byte-stable system prompt plus a short exchange.
+ * `completions`: one string prompt of that size (what the fixed-size block chain hashes).
+ */
+export function benchBody(kb: number, route: 'chat' | 'completions' = 'chat'): BenchRequest {
   const sentence = 'You are a helpful voice agent for a public service line; answer briefly and confirm details. ';
-  const system = sentence.repeat(Math.max(1, Math.round((kb * 1024) / sentence.length)));
-  return JSON.stringify({
-    model: 'bench', stream: true, max_tokens: 32,
-    messages: [
-      { role: 'system', content: system },
-      { role: 'user', content: 'I need to report a broken street light.' },
-      { role: 'assistant', content: 'Sure. Where is it?' },
-      { role: 'user', content: 'On the corner of Main and 3rd.' },
-    ],
-  });
+  const text = sentence.repeat(Math.max(1, Math.round((kb * 1024) / sentence.length)));
+  if (route === 'completions') {
+    return { path: '/v1/completions', body: JSON.stringify({ model: 'bench', stream: true, max_tokens: 32, prompt: `${text}\nCaller: I need to report a broken street light.\nAgent:` }) };
+  }
+  return {
+    path: '/v1/chat/completions',
+    body: JSON.stringify({
+      model: 'bench', stream: true, max_tokens: 32,
+      messages: [
+        { role: 'system', content: text },
+        { role: 'user', content: 'I need to report a broken street light.' },
+        { role: 'assistant', content: 'Sure. Where is it?' },
+        { role: 'user', content: 'On the corner of Main and 3rd.' },
+      ],
+    }),
+  };
 }
 
 /** Client-side TTFT in ms: request sent → first chunk holding the first content token. */
-export async function ttftOnce(pool: Pool, body: string, session: string): Promise<number> {
+export async function ttftOnce(pool: Pool, req: BenchRequest, session: string): Promise<number> {
   const t0 = process.hrtime.bigint();
   const res = await pool.request({
-    path: '/v1/chat/completions', method: 'POST',
+    path: req.path, method: 'POST',
     headers: { 'content-type': 'application/json', 'x-session-id': session },
-    body,
+    body: req.body,
   });
   let ttft = -1;
   for await (const chunk of res.body) {
@@ -35,7 +50,7 @@ export async function ttftOnce(pool: Pool, body: string, session: string): Promi
 }
 
 /** `total` requests over `concurrency` workers, each worker its own session. */
-export async function closedLoop(pool: Pool, body: string, concurrency: number, total: number, tag: string): Promise<number[]> {
+export async function closedLoop(pool: Pool, body: BenchRequest, concurrency: number, total: number, tag: string): Promise<number[]> {
   const out: number[] = [];
   let issued = 0;
   await Promise.all(Array.from({ length: concurrency }, async (_, w) => {
@@ -58,7 +73,7 @@ export interface Loaded {
 type Progress = (s: string) => void;
 const perTarget = (ts: readonly Loaded[]) => new Map<string, number[]>(ts.map((t) => [t.name, []]));
 
-export async function warm(ts: readonly Loaded[], body: string, progress: Progress = () => {}): Promise<void> {
+export async function warm(ts: readonly Loaded[], body: BenchRequest, progress: Progress = () => {}): Promise<void> {
   for (const t of ts) {
     progress(`warming ${t.name}`);
     for (let i = 0; i < 200; i++) await ttftOnce(t.pool1, body, 'warm');
@@ -70,7 +85,7 @@ export async function warm(ts: readonly Loaded[], body: string, progress: Progre
  * Concurrency 1, steady: blocks of `block` requests per target, the order rotated every block,
  * so drift and noise hit every target alike while each block runs on a warm target.
  */
-export async function steadyBlocks(ts: readonly Loaded[], body: string, total: number, block: number, progress: Progress = () => {}): Promise<Map<string, number[]>> {
+export async function steadyBlocks(ts: readonly Loaded[], body: BenchRequest, total: number, block: number, progress: Progress = () => {}): Promise<Map<string, number[]>> {
   const out = perTarget(ts);
   for (let b = 0; b < Math.ceil(total / block); b++) {
     progress(`concurrency 1, steady: ${b * block}/${total}`);
@@ -83,7 +98,7 @@ export async function steadyBlocks(ts: readonly Loaded[], body: string, total: n
 }
 
 /** Concurrency 1, interleaved: one request per target in turn (each finds its target idle). */
-export async function interleaved(ts: readonly Loaded[], body: string, total: number, progress: Progress = () => {}): Promise<Map<string, number[]>> {
+export async function interleaved(ts: readonly Loaded[], body: BenchRequest, total: number, progress: Progress = () => {}): Promise<Map<string, number[]>> {
   const out = perTarget(ts);
   for (let i = 0; i < total; i++) {
     if (i % 50 === 0) progress(`concurrency 1, interleaved: ${i}/${total}`);
@@ -99,7 +114,7 @@ export async function interleaved(ts: readonly Loaded[], body: string, total: nu
  * Concurrency 50 in `rounds` blocks per target, the order rotated every round; also each
  * target's own CPU per request (seconds) over its blocks, when it has a pid.
  */
-export async function rotatedRounds(ts: readonly Loaded[], body: string, total: number, rounds: number, progress: Progress = () => {}): Promise<{ ttft: Map<string, number[]>; cpuPerReq: Map<string, number> }> {
+export async function rotatedRounds(ts: readonly Loaded[], body: BenchRequest, total: number, rounds: number, progress: Progress = () => {}): Promise<{ ttft: Map<string, number[]>; cpuPerReq: Map<string, number> }> {
   const ttft = perTarget(ts);
   const cpuPerReq = new Map<string, number>();
   const n = Math.ceil(total / rounds);
