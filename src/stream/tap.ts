@@ -29,22 +29,36 @@ function sseTap(): Tap {
   let first = false;
   let chunkHasFirst = false;
   let done = false;
-  let usage: Usage | null = null;
+  // The usage is in the last event before [DONE] (chat, completions) or in the last event of the
+  // stream (response.completed): only that one is read for it, not every event.
+  let last: string | null = null;
   const events: SseEvents = createSseEvents((e) => {
     if (done) return;
     const data = e.data;
     if (data === '[DONE]') { done = true; return; }
     if (!first && TOKEN.test(data)) { first = true; chunkHasFirst = true; }
-    if (data.includes('"usage"')) usage = usageIn(data) ?? usage;
+    last = data;
   }, { bytes: 'latin1' });
+  let usage: Usage | null = null;
+  let ended = false;
+  const settle = () => {
+    if (ended) return;
+    ended = true;
+    if (last !== null) usage = usageIn(last);
+    last = null;
+  };
   return {
     scan(chunk) {
       if (done) return false;
       chunkHasFirst = false;
       events.push(chunk);
+      if (done) settle();
       return chunkHasFirst;
     },
-    end() { if (!done) events.end(); },
+    end() {
+      if (!done) events.end();
+      settle();
+    },
     get done() { return done; },
     get usage() { return usage; },
   };
