@@ -7,11 +7,13 @@ import { buildAdmin } from './admin/routes.js';
 import { performanceWarnings } from './config/load.js';
 import type { ResolvedConfig } from './config/schema.js';
 import { createDataPlaneServer } from './edge/listener.js';
+import { createKeyring } from './edge/api-keys.js';
 import { createPipeline } from './edge/pipeline.js';
 import { createHealth, type Health } from './fleet/health.js';
 import { createRegistry, type Registry } from './fleet/registry.js';
 import { identityOptionsOf } from './identify/identity.js';
 import { createAdmission } from './queue/admission.js';
+import { createLimiter } from './queue/limiter.js';
 import { createRecorder } from './record/record.js';
 import { createRouter } from './routing/router.js';
 import { ROUTE_REASONS, type Router } from './routing/types.js';
@@ -67,13 +69,16 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       probeTimeoutMs: Math.min(config.timeouts.connectMs, 2_000),
     },
   });
-  const admission = createAdmission(config.limits.maxInflightPerReplica, config.timeouts.queueMs, metrics);
+  const admission = createAdmission({ maxInflight: config.limits.maxInflightPerReplica, maxQueued: config.limits.maxQueuedPerReplica, timeoutMs: config.timeouts.queueMs });
 
   let draining = false;
   const isDraining = () => draining;
   const open = new Set<Promise<unknown>>();
 
+  const keyring = createKeyring({ keys: config.auth.apiKeys, file: config.auth.apiKeysFile, log });
+  const globalLimit = createLimiter({ max: config.limits.maxConcurrent, maxQueued: config.limits.maxQueued, timeoutMs: config.timeouts.queueMs, what: 'gateway' });
   const handle = createPipeline({
+    keyring, globalLimit,
     agent, admission, health, metrics, config, registry, router, log,
     byName: registry.byName,
     recorder: createRecorder({ metrics, log, router }),
@@ -91,10 +96,13 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     for (const r of registry.replicas) {
       metrics.sessionsPinned.set({ replica: r.name }, pins.get(r.name) ?? 0);
       metrics.inflight.set({ replica: r.name }, r.inflight);
+      metrics.queued.set({ replica: r.name }, admission.queuedOn(r.name));
     }
+    metrics.globalInflight.set(globalLimit.open);
+    metrics.globalQueued.set(globalLimit.queued);
     metrics.prefixEntries.set(router.stats().prefixEntries);
   };
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape });
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
 
@@ -143,6 +151,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       await admin.close();
       await agent.close().catch(() => agent.destroy());
       await store.close();
+      keyring.close();
       log.info('closed');
     },
   };

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Registry } from '../fleet/registry.js';
 import type { Router } from '../routing/types.js';
@@ -10,12 +11,35 @@ export interface AdminDeps {
   readonly draining: () => boolean;
   /** Refreshes gauges that are cheap per scrape but not per request. */
   readonly beforeScrape?: () => void;
+  /** When set, every /admin/* request needs `Authorization: Bearer <token>`. */
+  readonly token?: string | null;
+}
+
+const OPEN_PATHS = new Set(['/metrics', '/healthz', '/readyz']);
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+
+/** Whether an Authorization header carries the token; compared in constant time (as digests of equal length). */
+function bearerMatches(header: string | undefined, want: Buffer): boolean {
+  const got = header !== undefined && /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, '') : '';
+  return timingSafeEqual(digest(got), want) && got !== '';
 }
 
 /** The admin listener: metrics, probes and fleet/session inspection, on its own port. */
 export function buildAdmin(deps: AdminDeps): FastifyInstance {
   const { registry, router, metrics } = deps;
   const app = Fastify({ logger: false });
+  // /metrics, /healthz and /readyz stay open for probes and scrapers; everything else — /admin/*
+  // inspection and every mutation, and any spelling of a path that is not exactly one of those
+  // three — needs the token once one is configured.
+  if (deps.token) {
+    const want = digest(deps.token);
+    app.addHook('onRequest', (req, reply, done) => {
+      const q = req.url.indexOf('?');
+      if (OPEN_PATHS.has(q < 0 ? req.url : req.url.slice(0, q)) || bearerMatches(req.headers.authorization, want)) return done();
+      reply.code(401).header('www-authenticate', 'Bearer').send({ error: { message: 'The admin API needs Authorization: Bearer <admin token>', type: 'invalid_request_error', param: null, code: 'invalid_admin_token' } });
+    });
+  }
 
   app.get('/metrics', async (_req, reply) => {
     deps.beforeScrape?.();

@@ -20,6 +20,8 @@ export interface ServeFlags {
   strategy?: string;
   redis?: string;
   logLevel?: string;
+  /** Environment only (WARMROUTE_ADMIN_TOKEN): a secret does not belong on a command line. */
+  adminToken?: string;
 }
 
 const ENV: Record<keyof ServeFlags, string> = {
@@ -32,6 +34,7 @@ const ENV: Record<keyof ServeFlags, string> = {
   strategy: 'WARMROUTE_STRATEGY',
   redis: 'WARMROUTE_REDIS',
   logLevel: 'WARMROUTE_LOG_LEVEL',
+  adminToken: 'WARMROUTE_ADMIN_TOKEN',
 };
 
 /** Flags from the environment: WARMROUTE_UPSTREAM holds a comma- or space-separated list. */
@@ -68,6 +71,7 @@ function applyFlags(raw: Raw, f: ServeFlags): void {
   if (f.strategy !== undefined) setPath(raw, ['routing', 'strategy'], f.strategy);
   if (f.redis !== undefined) setPath(raw, ['redis', 'url'], f.redis);
   if (f.logLevel !== undefined) setPath(raw, ['logging', 'level'], f.logLevel);
+  if (f.adminToken !== undefined) setPath(raw, ['admin', 'token'], f.adminToken);
 }
 
 function readFile(path: string): Raw {

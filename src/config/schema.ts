@@ -25,6 +25,14 @@ export const UpstreamSchema = Type.Object({
   }, { additionalProperties: false })),
 }, { additionalProperties: false });
 
+export const ApiKeySchema = Type.Object({
+  sha256: Type.String({ pattern: '^[0-9a-fA-F]{64}$' }),
+  /** Shown in logs and in the `key` label of metrics, never the key itself. */
+  name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.:-]+$', default: 'unnamed' }),
+  /** Requests open at once with this key; past it, 429 with Retry-After. 0: no limit. */
+  maxConcurrent: Type.Integer({ minimum: 0, default: 0 }),
+}, { additionalProperties: false });
+
 export const SessionKeySourceSchema = Type.Union([
   Type.String({ pattern: '^(header|body):.+$' }),
   Type.Object({
@@ -119,6 +127,18 @@ export const ConfigSchema = Type.Object({
   admin: Section({
     host: Type.String({ default: '0.0.0.0' }),
     port: Port(9090),
+    /**
+     * When set, every /admin/* request needs `Authorization: Bearer <token>`; /metrics, /healthz
+     * and /readyz stay open for probes and scrapers. Also WARMROUTE_ADMIN_TOKEN.
+     */
+    token: Type.Union([Type.String({ minLength: 16, pattern: '^[\\x21-\\x7e]+$' }), Type.Null()], { default: null }),
+  }),
+  /** Client API keys on the data plane. With none configured, the data plane is open. */
+  auth: Section({
+    /** Keys as SHA-256 hashes (hex), each with an optional name (logs, metrics) and concurrency limit. */
+    apiKeys: Type.Array(ApiKeySchema, { default: [] }),
+    /** A YAML or JSON file holding a list of the same entries; read at start and whenever it changes. */
+    apiKeysFile: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
   }),
   upstreams: Type.Array(UpstreamSchema, { minItems: 1 }),
   routing: Section({
@@ -148,19 +168,27 @@ export const ConfigSchema = Type.Object({
     headersMs: Ms(30_000),
     /** Longest silence between two response chunks before the stream is ended with an error. */
     idleMs: Ms(60_000),
-    /** Longest wait for a free slot when a replica is at maxInflightPerReplica. */
+    /** Longest wait in a queue (limits.maxConcurrent, limits.maxInflightPerReplica); then 503. */
     queueMs: Ms(10_000),
     /** SIGTERM: how long in-flight streams may take to finish. */
     drainMs: Ms(30_000, 0),
   }),
   limits: Section({
     bodyBytes: Type.Integer({ minimum: 1024, default: 16 * 1024 * 1024 }),
-    /** Nesting of arrays and objects in the fields routing reads (messages, tools, ...). */
+    /** Nesting of arrays and objects in a JSON body; deeper is a 400. */
     jsonDepth: Type.Integer({ minimum: 8, maximum: 1024, default: 128 }),
+    /** Messages in one chat request (or input items in one Responses request); more is a 400. */
+    maxMessages: Type.Integer({ minimum: 1, default: 8192 }),
     /** Extra replicas tried when one fails before any response byte. */
     maxRetries: Type.Integer({ minimum: 0, maximum: 10, default: 2 }),
-    /** Admission control per replica; 0 = no gateway-side queue. */
+    /** Requests forwarded at once through this gateway; 0 = no limit. */
+    maxConcurrent: Type.Integer({ minimum: 0, default: 0 }),
+    /** Requests waiting for the global limit; beyond it, 503 with Retry-After. */
+    maxQueued: Type.Integer({ minimum: 0, default: 256 }),
+    /** Requests open on one replica through this gateway; 0 = no limit (vLLM queues itself). */
     maxInflightPerReplica: Type.Integer({ minimum: 0, default: 0 }),
+    /** Requests waiting for one replica's limit; beyond it, the next replica, else 503. */
+    maxQueuedPerReplica: Type.Integer({ minimum: 0, default: 64 }),
   }),
   health: Section({
     /** A replica that refused a connection is skipped this long before a probe may bring it back. */
@@ -179,6 +207,17 @@ export const ConfigSchema = Type.Object({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
     /** Debug only: include prompt text in debug logs. Never on in production. */
     logPrompts: Type.Boolean({ default: false }),
+  }),
+  /**
+   * Mid-stream resume (off by default): when a replica dies after streaming part of a plain-text
+   * chat answer, the request is sent to the next replica with the partial answer as an assistant
+   * message to continue (vLLM's continue_final_message), and the continuation is spliced into the
+   * same stream. Sampling goes on elsewhere: the answer is not byte-identical to an uninterrupted one.
+   */
+  resume: Section({
+    enabled: Type.Boolean({ default: false }),
+    /** Most bytes of the partial answer's stream kept to resume it; a longer one is not resumed. */
+    maxBytes: Type.Integer({ minimum: 1024, default: 256 * 1024 }),
   }),
   redis: Section({
     url: Type.Union([Type.String({ pattern: '^rediss?://' }), Type.Null()], { default: null }),

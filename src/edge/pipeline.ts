@@ -5,11 +5,14 @@ import type { ResolvedConfig } from '../config/schema.js';
 import { errors, toWarmrouteError, writeError, type WarmrouteError } from '../errors.js';
 import type { Registry } from '../fleet/registry.js';
 import { identify, identityWithoutBody, validateBody, type IdentityOptions, type RequestIdentity, type RequestKind } from '../identify/identity.js';
-import type { Recorder } from '../record/record.js';
+import type { Limiter, Shed } from '../queue/limiter.js';
+import type { Ended, Recorder } from '../record/record.js';
 import { sessionTag } from '../record/record.js';
 import type { Router } from '../routing/types.js';
 import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
 import { forward, type ForwardDeps } from '../upstream/forward.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import type { ClientKey, Keyring } from './api-keys.js';
 import { discardBody, readBody } from './body.js';
 import { modelsBody } from './models.js';
 import { routeOf } from './routes.js';
@@ -23,6 +26,10 @@ export interface PipelineDeps extends ForwardDeps {
   readonly identity: IdentityOptions;
   readonly config: ResolvedConfig;
   readonly draining: () => boolean;
+  readonly keyring: Keyring;
+  /** limits.maxConcurrent and its queue. */
+  readonly globalLimit: Limiter;
+  readonly metrics: Metrics;
   /** Tracks open exchanges so a drain can wait for them. */
   track(p: Promise<unknown>): void;
 }
@@ -44,40 +51,105 @@ function parseJson(body: Buffer): unknown {
   }
 }
 
+/** What the pipeline holds for one request until it is recorded. */
+interface InFlight {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly clock: HopClock;
+  path: string;
+  /** The client's API key, once checked (keys configured). */
+  key: ClientKey | null;
+  /** Admitted under limits.maxConcurrent. */
+  admitted: boolean;
+}
+
 /**
- * The data plane's one request pipeline: target → route table → content type → body (limit) →
- * JSON (parsed once) → identity → routing → forward → record. Every refusal on the way is written
- * by one error writer and recorded like any other request.
+ * The data plane's one request pipeline: target → route table → API key → content type → body
+ * (limit) → JSON (parsed once) → identity → routing → admission → forward → record. Every refusal
+ * on the way is written by one error writer and recorded like any other request.
  */
 export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: ServerResponse) => void {
-  const { config, registry, router, recorder, log } = deps;
+  const { config, registry, router, recorder, log, keyring, metrics } = deps;
   const bodyLimits = { maxBytes: config.limits.bodyBytes };
+  const global = deps.globalLimit;
+  const keyRetryAfter = ['retry-after', '1'];
 
-  function refuse(req: IncomingMessage, res: ServerResponse, path: string, clock: HopClock, identity: RequestIdentity | null, e: unknown) {
-    const err: WarmrouteError = toWarmrouteError(e);
-    if (err.statusCode >= 500 && err.openaiCode === 'internal_error') log.error({ err: e, path }, 'internal error');
-    writeError(res, err);
-    clock.ended = nowMs();
-    recorder.record({ method: req.method ?? '', path, identity, clock, ended: { ending: 'failed', status: err.statusCode, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: err, upstreamError: null } });
+  /** Everything a request holds is given back exactly once, however it ended. */
+  function letGo(x: InFlight) {
+    if (x.admitted) { x.admitted = false; global.release(); }
+    if (x.key !== null) { x.key.open--; }
   }
 
-  function routeAndForward(req: IncomingMessage, res: ServerResponse, target: string, path: string, identity: RequestIdentity, body: Buffer | null, clock: HopClock) {
+  function record(x: InFlight, identity: RequestIdentity | null, ended: Ended) {
+    letGo(x);
+    recorder.record({ method: x.req.method ?? '', path: x.path, identity, clock: x.clock, ended, key: x.key?.name ?? null });
+    x.key = null;
+  }
+
+  function refuse(x: InFlight, identity: RequestIdentity | null, e: unknown) {
+    const err: WarmrouteError = toWarmrouteError(e);
+    if (err.statusCode >= 500 && err.openaiCode === 'internal_error') log.error({ err: e, path: x.path }, 'internal error');
+    writeError(x.res, err);
+    x.clock.ended = nowMs();
+    record(x, identity, { ending: 'failed', status: err.statusCode, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: err, upstreamError: null });
+  }
+
+  function forwardTo(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null) {
     const decision = router.route({ identity, replicas: registry.views });
-    clock.routed = nowMs();
-    const method = req.method ?? 'GET';
-    const exchange = forward({ req, res, method, target, body, identity, decision, clock, draining: deps.draining }, deps)
-      .then((ended) => recorder.record({ method, path, identity, clock, ended }));
+    x.clock.routed = nowMs();
+    const method = x.req.method ?? 'GET';
+    const exchange = forward({ req: x.req, res: x.res, method, target, body, identity, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open }, deps)
+      .then((ended) => record(x, identity, ended));
     deps.track(exchange);
   }
 
+  /** The gateway-wide limit: at once, after a bounded wait (the queue hop), or a 503. */
+  function admit(x: InFlight, go: () => void, refused: (e: unknown) => void) {
+    let wait: Promise<void> | null;
+    try {
+      wait = global.acquire();
+    } catch (e) {
+      metrics.shed.inc({ reason: `global_${(e as Shed).cause}` });
+      return refused((e as Shed).error);
+    }
+    if (wait === null) {
+      x.admitted = true;
+      return go();
+    }
+    wait.then(() => {
+      x.admitted = true;
+      // The client may have gone while it waited.
+      if (x.res.destroyed) return record(x, null, { ending: 'aborted', status: 0, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null });
+      go();
+    }, (e: Shed) => {
+      metrics.shed.inc({ reason: `global_${e.cause}` });
+      refused(e.error);
+    });
+  }
+
+  function authorize(x: InFlight) {
+    if (keyring.open) return;
+    const key = keyring.check(x.req.headers.authorization);
+    if (typeof key === 'string') {
+      metrics.authFailures.inc({ reason: key });
+      throw errors.invalidApiKey([key === 'missing' ? 'An API key is required: send it as Authorization: Bearer <key>' : 'Incorrect API key provided']);
+    }
+    if (key.maxConcurrent > 0 && key.open >= key.maxConcurrent) {
+      metrics.shed.inc({ reason: 'key_limit' });
+      throw errors.keyLimit([key.name, key.open], null, undefined, keyRetryAfter);
+    }
+    key.open++;
+    x.key = key;
+  }
+
   return function handle(req, res) {
-    const clock = startClock();
-    let path = req.url ?? '';
+    const x: InFlight = { req, res, clock: startClock(), path: req.url ?? '', key: null, admitted: false };
     try {
       const target = requestTarget(req.url);
-      path = target.path;
+      x.path = target.path;
       const method = req.method ?? 'GET';
       const route = routeOf(target.path, method);
+      authorize(x);
       if (route === null) throw errors.notFound([method, target.path]);
       if (route.kind === null) throw errors.methodNotAllowed([method, route.allowed.join(', ')], null, undefined, ['allow', route.allowed.join(', ')]);
       if (deps.draining()) throw errors.shuttingDown();
@@ -87,14 +159,13 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
         if (text === null) throw errors.noReplica();
         res.writeHead(200, ['content-type', 'application/json']);
         res.end(method === 'HEAD' ? undefined : text);
-        clock.ended = nowMs();
-        recorder.record({ method, path, identity: null, clock, ended: { ending: 'complete', status: 200, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null } });
+        x.clock.ended = nowMs();
+        record(x, null, { ending: 'complete', status: 200, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null });
         return;
       }
       const json: RequestKind | null = 'json' in kind ? kind.json : null;
       const type = req.headers['content-type'];
       if (json !== null && type !== undefined && !JSON_TYPE.test(type)) throw errors.unsupportedMediaType([JSON.stringify(type.slice(0, 100))]);
-      const query = target.search;
       readBody(req, bodyLimits, (bodyErr, body) => {
         let identity: RequestIdentity | null = null;
         try {
@@ -107,16 +178,23 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             identity = identify(json, parsed, req.headers, deps.identity);
             if (config.logging.logPrompts) log.debug({ session: sessionTag(identity.sessionKey), body: parsed }, 'request body');
           }
-          clock.parsed = nowMs();
-          routeAndForward(req, res, target.path + query, path, identity, body, clock);
+          x.clock.parsed = nowMs();
+          const id = identity;
+          admit(x, () => {
+            try {
+              forwardTo(x, target.path + target.search, id, body);
+            } catch (e) {
+              refuse(x, id, e);
+            }
+          }, (e) => refuse(x, id, e));
         } catch (e) {
-          refuse(req, res, path, clock, identity, e);
+          refuse(x, identity, e);
         }
       });
     } catch (e) {
       // Refused before the body was read: read and drop it (bounded) so the answer gets through.
       discardBody(req, bodyLimits.maxBytes);
-      refuse(req, res, path, clock, null, e);
+      refuse(x, null, e);
     }
   };
 }

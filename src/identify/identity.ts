@@ -39,6 +39,8 @@ export interface IdentityOptions extends ChainOptions {
   readonly maxSessionKeyBytes: number;
   /** Deepest nesting of arrays and objects accepted in a body (its walks recurse). */
   readonly jsonDepth: number;
+  /** Most messages in one chat request. */
+  readonly maxMessages: number;
 }
 
 /** The identity options of a running configuration. */
@@ -48,6 +50,7 @@ export function identityOptionsOf(c: Pick<ResolvedConfig, 'routing' | 'limits'>)
     maxSessionKeyBytes: c.routing.maxSessionKeyBytes,
     ...c.routing.identity,
     jsonDepth: c.limits.jsonDepth,
+    maxMessages: c.limits.maxMessages,
   };
 }
 
@@ -56,6 +59,8 @@ const schemaDefaults = defaultsOf(ConfigSchema);
 export const DEFAULT_IDENTITY_OPTIONS: IdentityOptions = identityOptionsOf(schemaDefaults);
 
 type Body = Record<string, unknown>;
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
 
 interface CompiledSource { readonly header: boolean; readonly name: string; readonly label: string }
 
@@ -111,7 +116,11 @@ export function validateBody(kind: RequestKind, body: unknown, opts: IdentityOpt
   const b = body as Body;
   if (b.model !== undefined && typeof b.model !== 'string') throw errors.invalidRequest(['`model` must be a string'], 'model');
   if (b.stream !== undefined && typeof b.stream !== 'boolean') throw errors.invalidRequest(['`stream` must be a boolean'], 'stream');
-  if (kind === 'chat' && !Array.isArray(b.messages)) throw errors.invalidRequest(['`messages` must be an array'], 'messages');
+  if (kind === 'chat') {
+    if (!Array.isArray(b.messages)) throw errors.invalidRequest(['`messages` must be an array'], 'messages');
+    if (b.messages.length === 0) throw errors.invalidRequest(['`messages` must hold at least one message'], 'messages');
+    if (b.messages.length > opts.maxMessages) throw errors.tooManyMessages([b.messages.length, opts.maxMessages], 'messages');
+  }
   if (kind === 'completion' && typeof b.prompt !== 'string' && !Array.isArray(b.prompt)) {
     throw errors.invalidRequest(['`prompt` must be a string or an array'], 'prompt');
   }
@@ -129,6 +138,9 @@ export function sessionKeyOf(
     if (Array.isArray(value)) value = value[0];
     if (typeof value === 'number' && Number.isFinite(value)) value = String(value);
     if (typeof value !== 'string' || value.length === 0) continue;
+    // A key lands in logs (hashed), Redis keys and pub/sub messages: control characters have no
+    // business in one.
+    if (CONTROL.test(value)) throw errors.invalidRequest([`The session key from ${src.label} holds control characters`], src.header ? null : src.name);
     // Cheap bound first: a UTF-16 length within max/3 cannot exceed max bytes.
     if (value.length * 3 > maxKeyBytes) {
       const bytes = Buffer.byteLength(value);

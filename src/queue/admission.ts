@@ -1,59 +1,38 @@
 import type { ReplicaState } from '../fleet/registry.js';
-import type { Metrics } from '../telemetry/metrics.js';
-import { errors } from '../errors.js';
+import { createLimiter, type Limiter } from './limiter.js';
 
 /**
- * Per-replica admission: at most `max` requests open on a replica; the rest wait FIFO, up to
- * `timeoutMs`. With max = 0 nothing waits. Owns ReplicaState.inflight (the inflight gauge reads it at scrape time) and the queued gauge.
+ * Admission per replica: at most limits.maxInflightPerReplica requests open on each, a bounded
+ * queue behind it (limits.maxQueuedPerReplica, timeouts.queueMs). Owns ReplicaState.inflight (the
+ * inflight gauge reads it at scrape time). One limiter per replica name: bounded by the fleet.
  */
 export interface Admission {
-  /** null when admitted at once (the common path: no promise, no await); else a wait. */
+  /** null when admitted at once; a wait otherwise; throws Shed when the replica's queue is full. */
   acquire(r: ReplicaState): Promise<void> | null;
   release(r: ReplicaState): void;
+  queuedOn(name: string): number;
 }
 
-interface Waiter { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
-
-export function createAdmission(max: number, timeoutMs: number, metrics: Metrics): Admission {
-  const queues = new Map<string, Waiter[]>();
-
-  function admit(r: ReplicaState) {
-    r.inflight++;
-  }
-
+export function createAdmission(opts: { maxInflight: number; maxQueued: number; timeoutMs: number }): Admission {
+  const limiters = new Map<string, Limiter>();
+  const limiterOf = (r: ReplicaState) => {
+    let l = limiters.get(r.name);
+    if (l === undefined) limiters.set(r.name, (l = createLimiter({ max: opts.maxInflight, maxQueued: opts.maxQueued, timeoutMs: opts.timeoutMs, what: `replica ${r.name}` })));
+    return l;
+  };
   return {
     acquire(r) {
-      if (max === 0 || r.inflight < max) {
-        admit(r);
+      const wait = limiterOf(r).acquire();
+      if (wait === null) {
+        r.inflight++;
         return null;
       }
-      let q = queues.get(r.name);
-      if (!q) queues.set(r.name, (q = []));
-      const queue = q;
-      return new Promise<void>((resolve, reject) => {
-        const w: Waiter = {
-          resolve,
-          reject,
-          timer: setTimeout(() => {
-            queue.splice(queue.indexOf(w), 1);
-            metrics.queued.set({ replica: r.name }, queue.length);
-            reject(errors.queueTimeout([timeoutMs, r.name]));
-          }, timeoutMs),
-        };
-        queue.push(w);
-        metrics.queued.set({ replica: r.name }, queue.length);
-      });
+      return wait.then(() => { r.inflight++; });
     },
     release(r) {
       r.inflight--;
-      const q = queues.get(r.name);
-      const next = q?.shift();
-      if (next) {
-        clearTimeout(next.timer);
-        metrics.queued.set({ replica: r.name }, q!.length);
-        admit(r);
-        next.resolve();
-      }
+      limiterOf(r).release();
     },
+    queuedOn: (name) => limiters.get(name)?.queued ?? 0,
   };
 }

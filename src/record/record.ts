@@ -47,7 +47,8 @@ function memo<T>(make: (key: string) => T): (key: string) => T {
 }
 
 export interface Recorder {
-  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended }): void;
+  /** `key`: the client API key's name, when keys are configured. */
+  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null }): void;
 }
 
 /**
@@ -65,8 +66,9 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   const decisionsBy = memo((reason) => m.decisions.labels(reason));
   const promptBy = memo((replica) => m.promptTokens.labels(replica));
   const cachedBy = memo((replica) => m.cachedTokens.labels(replica));
+  const clientBy = memo((k) => m.clientRequests.labels(...(k.split(' ') as [string, string])));
   return {
-    record({ method, path, identity, clock, ended: e }) {
+    record({ method, path, identity, clock, ended: e, key = null }) {
       const hops = hopsOf(clock);
       for (let i = 0; i < HOPS.length; i++) {
         const v = hops[HOPS[i]];
@@ -79,7 +81,9 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       if (ttft !== null) ttftBy(route).observe(ttft / 1000);
       if (overhead !== null) m.overhead.observe(overhead / 1000);
       const replica = e.replica ?? 'none';
-      requestsBy(`${replica} ${route} ${outcomeLabel(e)}`).inc();
+      const code = outcomeLabel(e);
+      requestsBy(`${replica} ${route} ${code}`).inc();
+      if (key !== null) clientBy(`${key} ${code}`).inc();
       if (e.reason !== null) decisionsBy(e.reason).inc();
       const u = e.usage;
       if (u && e.replica) {
@@ -98,6 +102,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       log.info({
         method,
         path,
+        key: key ?? undefined,
         status: e.status,
         outcome: e.ending,
         replica: e.replica,

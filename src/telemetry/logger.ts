@@ -1,12 +1,21 @@
 import pino, { type Logger, type LoggerOptions } from 'pino';
 
 /**
- * Pino options shared by the gateway. No redaction pass: it cost a deep walk of every access
- * line, and nothing the gateway logs carries a credential (replica keys and client
- * Authorization headers are never put in a log object; a test checks it).
+ * Where a credential could sit in a log object: headers (an error's request, a debug dump), a
+ * replica's configuration. Nothing the gateway logs on purpose carries one (client and replica
+ * keys never enter a log object; tests check it); these paths are the net under that rule. Fixed
+ * paths only, no wildcards: each costs a property lookup, not a walk of every line.
  */
+const REDACT = [
+  'headers.authorization', 'headers.cookie', 'headers["x-api-key"]', 'headers["proxy-authorization"]',
+  'req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]',
+  'request.headers.authorization', 'request.headers.cookie',
+  'authorization', 'cookie', 'apiKey', 'token', 'upstream.apiKey', 'config.admin.token',
+];
+
+/** Pino options shared by the gateway. */
 export function loggerOptions(level: string): LoggerOptions {
-  return { level, base: { svc: 'warmroute' } };
+  return { level, base: { svc: 'warmroute' }, redact: { paths: REDACT, censor: '[redacted]' } };
 }
 
 const FLUSH_EVERY_MS = 1_000;

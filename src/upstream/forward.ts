@@ -6,6 +6,7 @@ import type { Health } from '../fleet/health.js';
 import type { ReplicaState } from '../fleet/registry.js';
 import type { RequestIdentity } from '../identify/identity.js';
 import type { Admission } from '../queue/admission.js';
+import { Shed } from '../queue/limiter.js';
 import type { Decision, RouteReason } from '../routing/types.js';
 import { endInterrupted } from '../stream/interrupt.js';
 import { createTap, type Tap, type Usage } from '../stream/tap.js';
@@ -35,6 +36,8 @@ export interface Exchange {
   readonly decision: Decision;
   readonly clock: HopClock;
   readonly draining: () => boolean;
+  /** The client's Authorization is the gateway's own API key: it is not passed on. */
+  readonly stripAuthorization: boolean;
 }
 
 /** How an exchange ended, for the access line, the metrics and the router. */
@@ -118,7 +121,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
     finish('failed');
   }
 
-  function attempt(i: number) {
+  function attempt(i: number): void {
     if (finished) return;
     const r = deps.byName(ranked[i].name);
     if (r === undefined) return fail(errors.internal([], null, new Error(`router ranked unknown replica ${ranked[i].name}`)));
@@ -126,15 +129,30 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
     out.replica = r.name;
     out.attempts = i + 1;
     if (i > 0) out.reason = 'failover';
-    const wait = deps.admission.acquire(r);
+    let wait: Promise<void> | null;
+    try {
+      wait = deps.admission.acquire(r);
+    } catch (e) {
+      return shed(e as Shed, i);
+    }
     if (wait === null) return dispatch(r, i);
     wait.then(
       () => {
         if (finished) { deps.admission.release(r); return; }
         dispatch(r, i);
       },
-      (e: WarmrouteError) => { if (!finished) fail(e); },
+      (e: Shed) => { if (!finished) shed(e, i); },
     );
+  }
+
+  /** The replica's own queue is full (the next replica is tried) or its wait ran out (503). */
+  function shed(e: Shed, i: number): void {
+    metrics.shed.inc({ reason: `replica_${e.cause}` });
+    if (e.cause === 'queue_full' && i + 1 < maxAttempts) {
+      metrics.retries.inc({ replica: ranked[i].name, cause: 'queue_full' });
+      return attempt(i + 1);
+    }
+    fail(e.error);
   }
 
   function dispatch(r: ReplicaState, i: number) {
@@ -195,7 +213,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
       origin: r.origin,
       path: ex.target,
       method: ex.method,
-      headers: upstreamRequestHeaders(ex.req, r.apiKey),
+      headers: upstreamRequestHeaders(ex.req, r.apiKey, ex.stripAuthorization),
       body: ex.body,
       headersTimeout: config.timeouts.headersMs,
       bodyTimeout: config.timeouts.idleMs,

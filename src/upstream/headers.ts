@@ -22,9 +22,10 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | n
 /**
  * Request headers for the replica, as a flat [name, value, ...] list taken from the client's raw
  * headers (no object built). The replica's own api key, when configured, replaces the client's
- * Authorization; x-forwarded-for gets the client address appended.
+ * Authorization, which is dropped anyway when it holds the gateway's own client key;
+ * x-forwarded-for gets the client address appended.
  */
-export function upstreamRequestHeaders(req: IncomingMessage, apiKey: string | undefined): string[] {
+export function upstreamRequestHeaders(req: IncomingMessage, apiKey: string | undefined, dropAuthorization = false): string[] {
   const raw = req.rawHeaders;
   const extra = connectionTokens(req.headers.connection);
   const out: string[] = [];
@@ -33,7 +34,7 @@ export function upstreamRequestHeaders(req: IncomingMessage, apiKey: string | un
     const name = raw[i].toLowerCase();
     if (HOP_BY_HOP.has(name) || extra?.has(name)) continue;
     if (name === 'x-forwarded-for') { xff = xff ? `${xff}, ${raw[i + 1]}` : raw[i + 1]; continue; }
-    if (name === 'authorization' && apiKey !== undefined) continue;
+    if (name === 'authorization' && (apiKey !== undefined || dropAuthorization)) continue;
     out.push(raw[i], raw[i + 1]);
   }
   const client = req.socket.remoteAddress ?? 'unknown';

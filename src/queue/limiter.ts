@@ -1,0 +1,66 @@
+import { errors, type WarmrouteError } from '../errors.js';
+
+/** Why a request was not admitted: a bounded metric label once prefixed with where (global, replica). */
+export type ShedCause = 'queue_full' | 'queue_timeout';
+
+export class Shed extends Error {
+  constructor(override readonly cause: ShedCause, readonly error: WarmrouteError) { super(error.message); }
+}
+
+/**
+ * At most `max` holders at once; up to `maxQueued` more wait in arrival order, each at most
+ * `timeoutMs`. Nothing here grows beyond those two numbers. `max` 0 means no limit.
+ */
+export interface Limiter {
+  /** null when admitted at once (no promise on the common path); a wait otherwise; throws Shed when the queue is full. */
+  acquire(): Promise<void> | null;
+  release(): void;
+  readonly open: number;
+  readonly queued: number;
+}
+
+interface Waiter { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+
+/** Retry-After for a refusal: the queue wait rounded up to seconds, at least 1. */
+export function retryAfterSeconds(timeoutMs: number): string {
+  return String(Math.max(1, Math.ceil(timeoutMs / 1000)));
+}
+
+export function createLimiter(opts: { max: number; maxQueued: number; timeoutMs: number; what: string }): Limiter {
+  let open = 0;
+  const queue: Waiter[] = [];
+  const retryAfter = ['retry-after', retryAfterSeconds(opts.timeoutMs)];
+  return {
+    acquire() {
+      if (opts.max === 0 || open < opts.max) {
+        open++;
+        return null;
+      }
+      if (queue.length >= opts.maxQueued) {
+        throw new Shed('queue_full', errors.overloaded([`${opts.what}: ${open} in flight and ${queue.length} waiting`], null, undefined, retryAfter));
+      }
+      return new Promise<void>((resolve, reject) => {
+        const w: Waiter = {
+          resolve,
+          reject,
+          timer: setTimeout(() => {
+            queue.splice(queue.indexOf(w), 1);
+            reject(new Shed('queue_timeout', errors.queueTimeout([opts.timeoutMs, opts.what], null, undefined, retryAfter)));
+          }, opts.timeoutMs),
+        };
+        queue.push(w);
+      });
+    },
+    release() {
+      const next = queue.shift();
+      if (next) {
+        clearTimeout(next.timer);
+        next.resolve();
+      } else {
+        open--;
+      }
+    },
+    get open() { return open; },
+    get queued() { return queue.length; },
+  };
+}
