@@ -38,6 +38,7 @@ export const errors = {
   invalidRequest: define('INVALID_REQUEST', { status: 400, type: 'invalid_request_error', code: 'invalid_request', message: '%s' }),
   nestingTooDeep: define('NESTING_TOO_DEEP', { status: 400, type: 'invalid_request_error', code: 'nesting_too_deep', message: 'The request body nests arrays and objects more than %d levels deep (limits.jsonDepth)' }),
   sessionKeyTooLong: define('SESSION_KEY_TOO_LONG', { status: 400, type: 'invalid_request_error', code: 'session_key_too_long', message: 'The session key from %s is %d bytes; the limit is %d bytes' }),
+  expectationFailed: define('EXPECTATION_FAILED', { status: 417, type: 'invalid_request_error', code: 'expectation_failed', message: 'Only Expect: 100-continue is supported' }),
   headersTooLarge: define('HEADERS_TOO_LARGE', { status: 431, type: 'invalid_request_error', code: 'headers_too_large', message: 'The request headers are larger than the server accepts' }),
   bodyTooLarge: define('BODY_TOO_LARGE', { status: 413, type: 'invalid_request_error', code: 'request_too_large', message: 'The request body exceeds the %d-byte limit' }),
   unsupportedMediaType: define('UNSUPPORTED_MEDIA_TYPE', { status: 415, type: 'invalid_request_error', code: 'unsupported_media_type', message: 'Unsupported content type %s: send application/json', quotesClient: true }),

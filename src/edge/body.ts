@@ -65,8 +65,9 @@ export interface BodyLimits {
   readonly maxBytes: number;
 }
 
-/** How long, and how much more, a refused upload is read and discarded so its client sees the 413. */
+/** How long, and how much more, a refused upload is read and discarded so its client sees the answer. */
 const DRAIN_MS = 2_000;
+const DRAIN_BYTES = 32 * 1024 * 1024;
 
 /**
  * Reads the request body, then calls `done` once: with the body, or with a 413 when it is larger
@@ -78,7 +79,7 @@ export function readBody(req: IncomingMessage, limits: BodyLimits, done: (err: W
   const header = req.headers['content-length'];
   const declared = header === undefined ? null : Number(header);
   if (declared !== null && declared > limits.maxBytes) {
-    discardBody(req, limits.maxBytes);
+    discardBody(req);
     done(errors.bodyTooLarge([limits.maxBytes]), null);
     return;
   }
@@ -89,7 +90,7 @@ export function readBody(req: IncomingMessage, limits: BodyLimits, done: (err: W
       over = true;
       req.off('data', onData);
       req.off('end', onEnd);
-      discardBody(req, limits.maxBytes);
+      discardBody(req);
       done(errors.bodyTooLarge([limits.maxBytes]), null);
       return;
     }
@@ -103,10 +104,10 @@ export function readBody(req: IncomingMessage, limits: BodyLimits, done: (err: W
 }
 
 /**
- * Reads and drops the rest of a refused request's body, at most `maxBytes` more and for at most
+ * Reads and drops the rest of a refused request's body, at most DRAIN_BYTES more and for at most
  * DRAIN_MS, then closes the connection if the body has not ended by then.
  */
-export function discardBody(req: IncomingMessage, maxBytes: number): void {
+export function discardBody(req: IncomingMessage): void {
   if (req.complete) return;
   let discarded = 0;
   const stop = () => { clearTimeout(timer); req.socket.destroy(); };
@@ -114,7 +115,7 @@ export function discardBody(req: IncomingMessage, maxBytes: number): void {
   timer.unref();
   req.on('data', (c: Buffer) => {
     discarded += c.length;
-    if (discarded > maxBytes) stop();
+    if (discarded > DRAIN_BYTES) stop();
   });
   req.on('end', () => clearTimeout(timer));
   req.resume();

@@ -8,7 +8,7 @@ import { identify, identityWithoutBody, validateBody, type IdentityOptions, type
 import type { Limiter, Shed } from '../queue/limiter.js';
 import type { Ended, Recorder } from '../record/record.js';
 import { sessionTag } from '../record/record.js';
-import type { Router } from '../routing/types.js';
+import type { Decision, Router } from '../routing/types.js';
 import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
 import { forward, type ForwardDeps } from '../upstream/forward.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -94,9 +94,14 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     record(x, identity, { ending: 'failed', status: err.statusCode, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: err, upstreamError: null });
   }
 
-  function forwardTo(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null) {
+  /** Route, then the gateway-wide limit (the wait is the queue hop), then forward. */
+  function routeAndForward(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null) {
     const decision = router.route({ identity, replicas: registry.views });
     x.clock.routed = nowMs();
+    admit(x, () => forwardTo(x, target, identity, body, decision), (e) => refuse(x, identity, e));
+  }
+
+  function forwardTo(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null, decision: Decision) {
     const method = x.req.method ?? 'GET';
     const exchange = forward({ req: x.req, res: x.res, method, target, body, identity, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open }, deps)
       .then((ended) => record(x, identity, ended));
@@ -179,21 +184,14 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             if (config.logging.logPrompts) log.debug({ session: sessionTag(identity.sessionKey), body: parsed }, 'request body');
           }
           x.clock.parsed = nowMs();
-          const id = identity;
-          admit(x, () => {
-            try {
-              forwardTo(x, target.path + target.search, id, body);
-            } catch (e) {
-              refuse(x, id, e);
-            }
-          }, (e) => refuse(x, id, e));
+          routeAndForward(x, target.path + target.search, identity, body);
         } catch (e) {
           refuse(x, identity, e);
         }
       });
     } catch (e) {
       // Refused before the body was read: read and drop it (bounded) so the answer gets through.
-      discardBody(req, bodyLimits.maxBytes);
+      discardBody(req);
       refuse(x, null, e);
     }
   };

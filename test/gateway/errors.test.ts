@@ -3,8 +3,11 @@ import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
 import { chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { rawExchange } from '../helpers/raw-exchange.js';
 
-interface Case { name: string; headers?: Record<string, string>; body: string; path?: string; status: number; code: string; param?: string | null }
+interface Case { name: string; headers?: Record<string, string>; body: string | Buffer; path?: string; method?: string; status: number; code: string; param?: string | null; allow?: string }
+
+const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
 
 const cases: Case[] = [
   { name: 'invalid JSON', body: '{"model": "x", "messages": [', status: 400, code: 'invalid_json' },
@@ -19,6 +22,14 @@ const cases: Case[] = [
   { name: 'session key over 256 bytes (prompt_cache_key)', body: chatBody({ prompt_cache_key: 'é'.repeat(129) }), status: 400, code: 'session_key_too_long', param: 'prompt_cache_key' },
   { name: 'unknown model', body: chatBody({ model: 'no-such-model' }), status: 404, code: 'model_not_found', param: 'model' },
   { name: 'unknown path', path: '/v2/chat', body: '{}', status: 404, code: 'not_found' },
+  { name: 'messages: []', body: '{"model":"fixture-model","messages":[]}', status: 400, code: 'invalid_request', param: 'messages' },
+  { name: 'more messages than limits.maxMessages', body: JSON.stringify({ model: 'fixture-model', messages: Array.from({ length: 9 }, () => ({ role: 'user', content: 'x' })) }), status: 400, code: 'too_many_messages', param: 'messages' },
+  { name: 'nesting deeper than limits.jsonDepth', body: `{"model":"fixture-model","messages":[{"role":"user","content":${deep(200)}}]}`, status: 400, code: 'nesting_too_deep' },
+  { name: 'a non-JSON content type on a JSON route', headers: { 'content-type': 'text/plain' }, body: chatBody(), status: 415, code: 'unsupported_media_type' },
+  { name: 'invalid UTF-8 in the body', body: Buffer.concat([Buffer.from('{"model":"fixture-model","messages":[{"role":"user","content":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}]}')]), status: 400, code: 'invalid_request' },
+  { name: 'a session key with control characters (body)', body: chatBody({ prompt_cache_key: 'a\nb' }), status: 400, code: 'invalid_request', param: 'prompt_cache_key' },
+  { name: 'a wrong method on an API route', method: 'GET', body: '', status: 405, code: 'method_not_allowed', allow: 'POST' },
+  { name: 'a wrong method on /v1/models', method: 'POST', path: '/v1/models', body: '{}', status: 405, code: 'method_not_allowed', allow: 'GET, HEAD' },
 ];
 
 describe('bad input gets an OpenAI-style error and the gateway keeps serving', () => {
@@ -26,7 +37,7 @@ describe('bad input gets an OpenAI-style error and the gateway keeps serving', (
   let g: TestGateway;
   before(async () => {
     a = await startFixture('a');
-    g = await startGateway([a.url], { limits: { bodyBytes: 4096 } });
+    g = await startGateway([a.url], { limits: { bodyBytes: 4096, maxMessages: 8 } });
   });
   after(async () => {
     await g.close();
@@ -36,20 +47,64 @@ describe('bad input gets an OpenAI-style error and the gateway keeps serving', (
   for (const c of cases) {
     it(`${c.name} → ${c.status} ${c.code}`, async () => {
       const res = await request(`${g.url}${c.path ?? '/v1/chat/completions'}`, {
-        method: 'POST', headers: { 'content-type': 'application/json', ...c.headers }, body: c.body,
+        method: (c.method ?? 'POST') as 'POST', headers: { 'content-type': 'application/json', ...c.headers }, body: c.method === 'GET' ? undefined : c.body,
       });
       assert.equal(res.statusCode, c.status);
+      if (c.allow) assert.equal(res.headers.allow, c.allow);
       assert.match(String(res.headers['content-type']), /application\/json/);
       const body = (await res.body.json()) as { error: { message: string; type: string; code: string; param: string | null } };
       assert.equal(body.error.code, c.code);
       assert.ok(body.error.message.length > 10, 'the message should explain');
       assert.ok(body.error.type.endsWith('_error'));
       if (c.param !== undefined) assert.equal(body.error.param, c.param);
-      const ok = await request(`${g.url}/v1/chat/completions`, { method: 'POST', body: chatBody() });
+      const ok = await request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: chatBody() });
       assert.equal(ok.statusCode, 200);
       assert.ok((await ok.body.text()).includes('[DONE]'));
     });
   }
+
+  it('a session key header with a control character (a tab, which HTTP lets through) → 400', async () => {
+    const body = chatBody();
+    const answer = await rawExchange(Number(new URL(g.url).port), `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nx-session-id: abc\tdef\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+    assert.match(answer, /^HTTP\/1.1 400/);
+    assert.match(answer, /control characters/);
+  });
+
+  it('HTTP framing errors → 400 and oversized headers → 431, both in OpenAI shape', async () => {
+    const port = Number(new URL(g.url).port);
+    const bad = await rawExchange(port, 'POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n');
+    assert.match(bad, /^HTTP\/1.1 400/);
+    assert.match(bad, /"code":"invalid_request"/);
+    const big = await rawExchange(port, `GET /v1/models HTTP/1.1\r\nhost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    assert.match(big, /^HTTP\/1.1 431/);
+    assert.match(big, /"code":"headers_too_large"/);
+  });
+
+  it('a 413 reaches a client still uploading (the rest is read and dropped, not reset)', async () => {
+    const { request: httpRequest } = await import('node:http');
+    const port = Number(new URL(g.url).port);
+    for (const chunked of [false, true]) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/v1/chat/completions', headers: chunked ? { 'content-type': 'application/json' } : { 'content-type': 'application/json', 'content-length': 2 * 1024 * 1024 } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        // 2 MiB in 64 KiB writes: far past the 4 KiB limit, written as fast as the socket takes it.
+        const piece = Buffer.alloc(64 * 1024, 0x61);
+        let sent = 0;
+        const pump = () => {
+          while (sent < 2 * 1024 * 1024) {
+            sent += piece.length;
+            if (!req.write(piece)) return void req.once('drain', pump);
+          }
+          req.end();
+        };
+        pump();
+      });
+      assert.equal(status, 413, chunked ? 'chunked upload' : 'declared upload');
+    }
+  });
 
   it('the session key limit is in bytes: 256 bytes pass', async () => {
     const res = await request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': 'k'.repeat(256) }, body: chatBody() });

@@ -16,6 +16,7 @@ import { Client, request } from 'undici';
 import { ConfigError, resolveConfig } from '../../src/config/load.js';
 import { startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
 import { accessLines, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { rawExchange } from '../helpers/raw-exchange.js';
 import { contentEvent, rawResponse, startRawReplica, type RawReplica } from '../helpers/raw-replica.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
@@ -24,22 +25,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function until(cond: () => boolean, ms = 2000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!cond() && Date.now() < deadline) await sleep(10);
-}
-
-/** Writes raw bytes to the gateway and returns everything it answers until it closes or goes quiet. */
-function rawExchange(port: number, bytes: string | Buffer, quietMs = 300): Promise<string> {
-  return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1', () => s.write(bytes));
-    let got = '';
-    let timer = setTimeout(() => s.destroy(), quietMs * 10);
-    s.on('data', (d) => {
-      got += d.toString('latin1');
-      clearTimeout(timer);
-      timer = setTimeout(() => s.destroy(), quietMs);
-    });
-    s.on('close', () => { clearTimeout(timer); resolve(got); });
-    s.on('error', () => {});
-  });
 }
 
 describe('defect 1: ambiguous framing from a replica is a 502, never forwarded', () => {

@@ -27,8 +27,8 @@ export async function startGateway(upstreams: string[], raw: Record<string, any>
   const config = resolveConfig({
     ...raw,
     upstreams: raw.upstreams ?? upstreams.map((url) => ({ url })),
-    listen: { host: '127.0.0.1', port: 0 },
-    admin: { host: '127.0.0.1', port: 0 },
+    listen: { ...(raw.listen ?? {}), host: '127.0.0.1', port: 0 },
+    admin: { ...(raw.admin ?? {}), host: '127.0.0.1', port: 0 },
     logging: { level: 'info', ...(raw.logging ?? {}) },
     health: { probeIntervalMs: 200, downBackoffMs: 300, ...(raw.health ?? {}) },
   });
