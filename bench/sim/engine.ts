@@ -47,6 +47,8 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
   const bs = cfg.blockSize;
   let waiting: Seq[] = [];
   let running: Seq[] = [];
+  /** Inside complete(): the step's items are being handed out. */
+  let completing = false;
   let timer: NodeJS.Timeout | null = null;
   let stepEnd = 0;
   let slow = 1;
@@ -145,6 +147,15 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
 
   function complete(items: Scheduled[]): void {
     const now = performance.now();
+    completing = true;
+    try {
+      completeItems(items, now);
+    } finally {
+      completing = false;
+    }
+  }
+
+  function completeItems(items: Scheduled[], now: number): void {
     for (const it of items) {
       const seq = it.seq;
       if (seq.status !== 'running') continue; // aborted or preempted during the step
@@ -205,8 +216,10 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
       releaseBlocks(seq);
       seq.status = 'aborted';
       hooks.onFinish(seq, 'abort');
-      // A freed seat or blocks may let a waiting request in at the next step.
-      startStep(false);
+      // A freed seat or blocks may let a waiting request in at the next step. A sink that aborts
+      // during a step's completion (a fault) must not start another step in the middle of it:
+      // the step in progress starts the next one when it is done.
+      if (!completing) startStep(false);
       return true;
     },
     abortAll() {

@@ -10,6 +10,8 @@ export type Fault =
   | { kind: 'stall'; times?: number }
   /** Destroy the socket after N content chunks of a stream. */
   | { kind: 'die-mid-stream'; afterChunks?: number; times?: number }
+  /** Stop sending after N content chunks of a stream, keeping the connection open (a hung GPU). */
+  | { kind: 'stall-mid-stream'; afterChunks?: number; times?: number }
   /** 503 as when the waiting queue is full. */
   | { kind: 'busy'; times?: number }
   /** Multiply step times. */
@@ -19,7 +21,7 @@ export type Fault =
 
 export type FaultKind = Fault['kind'];
 
-const KINDS: readonly FaultKind[] = ['crash', 'recover', 'stall', 'die-mid-stream', 'busy', 'slow', 'unhealthy'];
+const KINDS: readonly FaultKind[] = ['crash', 'recover', 'stall', 'die-mid-stream', 'stall-mid-stream', 'busy', 'slow', 'unhealthy'];
 
 const NUMERIC_FIELDS = ['recoverAfterMs', 'times', 'afterChunks', 'factor'] as const;
 

@@ -33,7 +33,7 @@ export interface RequestRecord {
   finishReason: string | null;
   /** HTTP arrival → first token sampled, ms (what a client sees as TTFT, minus the wire). */
   ttftMs: number | null;
-  status: 'ok' | 'aborted' | 'died';
+  status: 'ok' | 'aborted' | 'died' | 'stalled';
 }
 
 export interface SimCounters {
@@ -78,6 +78,8 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
   });
   const die = g.stream ? ctx.faults.take('die-mid-stream') : undefined;
   const dieAfter = die ? (die.afterChunks ?? 3) : Infinity;
+  const stall = g.stream && !die ? ctx.faults.take('stall-mid-stream') : undefined;
+  const stallAfter = stall ? (stall.afterChunks ?? 3) : Infinity;
   let chunksSent = 0;
   let settled = false;
   let frontendTimer: NodeJS.Timeout | null = null;
@@ -139,6 +141,15 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
           record(s, null, 'died');
           // Let the Nth chunk reach the client, then drop the connection without a terminator.
           res.write(out, () => res.destroy());
+          return;
+        }
+        if (chunksSent >= stallAfter && finish === null) {
+          settled = true;
+          ctx.counters.stalled++;
+          engine.abort(s);
+          record(s, null, 'stalled');
+          // The Nth chunk goes out, then nothing more: the connection stays open until the client leaves.
+          res.write(out);
           return;
         }
         if (out) res.write(out);

@@ -104,7 +104,11 @@ export function parseChat(body: unknown, cfg: SimConfig): GenRequest | HttpError
   if (typeof b === 'object') return b;
   const t = pickTool(body, messages);
   if ('status' in t) return t;
-  const prompt = renderChat(messages, Array.isArray(body.tools) ? body.tools : null);
+  const continueFinal = body.continue_final_message === true;
+  if (continueFinal && body.add_generation_prompt !== false) {
+    return errors.badRequest('Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'continue_final_message');
+  }
+  const prompt = renderChat(messages, Array.isArray(body.tools) ? body.tools : null, { continueFinal });
   const maxTokens = checkLength(cfg, prompt, a ?? b);
   if (typeof maxTokens === 'object') return maxTokens;
   return { kind: 'chat', ...c, prompt, maxTokens, tool: t.tool, toolParser: t.parser, toolNamed: !!t.named };

@@ -64,11 +64,18 @@ function turn(out: number[], role: string, render: () => void): void {
 }
 
 /** Tools first, then one turn per message, then the generation prompt. */
-export function renderChat(messages: ChatMessage[], tools?: unknown[] | null): number[] {
+export function renderChat(messages: ChatMessage[], tools?: unknown[] | null, opts: { continueFinal?: boolean } = {}): number[] {
   const out: number[] = [SPECIAL.bos];
   if (tools && tools.length > 0) turn(out, 'tools', () => pushText(out, JSON.stringify(tools)));
-  for (const m of messages) {
+  for (const [i, m] of messages.entries()) {
     const role = m.role === 'assistant' ? 'model' : m.role;
+    // continue_final_message: the last message is left open for the model to go on writing it
+    // (no end of turn, no generation prompt), as vLLM's chat template does.
+    if (opts.continueFinal && i === messages.length - 1) {
+      out.push(SPECIAL.startOfTurn);
+      pushText(out, `${role}\n${contentText(m.content)}`);
+      return out;
+    }
     turn(out, role, () => {
       pushText(out, contentText(m.content));
       for (const tc of m.tool_calls ?? []) {

@@ -95,15 +95,15 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   }
 
   /** Route, then the gateway-wide limit (the wait is the queue hop), then forward. */
-  function routeAndForward(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null) {
+  function routeAndForward(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null, resumable: Record<string, unknown> | undefined) {
     const decision = router.route({ identity, replicas: registry.views });
     x.clock.routed = nowMs();
-    admit(x, () => forwardTo(x, target, identity, body, decision), (e) => refuse(x, identity, e));
+    admit(x, () => forwardTo(x, target, identity, body, decision, resumable), (e) => refuse(x, identity, e));
   }
 
-  function forwardTo(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null, decision: Decision) {
+  function forwardTo(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null, decision: Decision, resumable: Record<string, unknown> | undefined) {
     const method = x.req.method ?? 'GET';
-    const exchange = forward({ req: x.req, res: x.res, method, target, body, identity, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open }, deps)
+    const exchange = forward({ req: x.req, res: x.res, method, target, body, identity, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, resumable }, deps)
       .then((ended) => record(x, identity, ended));
     deps.track(exchange);
   }
@@ -173,6 +173,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
       if (json !== null && type !== undefined && !JSON_TYPE.test(type)) throw errors.unsupportedMediaType([JSON.stringify(type.slice(0, 100))]);
       readBody(req, bodyLimits, (bodyErr, body) => {
         let identity: RequestIdentity | null = null;
+        let resumable: Record<string, unknown> | undefined;
         try {
           if (bodyErr) throw bodyErr;
           if (json === null) {
@@ -181,10 +182,12 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             const parsed = parseJson(body!);
             validateBody(json, parsed, deps.identity);
             identity = identify(json, parsed, req.headers, deps.identity);
+            // Kept for mid-stream resume only (opt-in): a streamed chat completion.
+            if (config.resume.enabled && json === 'chat' && parsed.stream === true) resumable = parsed;
             if (config.logging.logPrompts) log.debug({ session: sessionTag(identity.sessionKey), body: parsed }, 'request body');
           }
           x.clock.parsed = nowMs();
-          routeAndForward(x, target.path + target.search, identity, body);
+          routeAndForward(x, target.path + target.search, identity, body, resumable);
         } catch (e) {
           refuse(x, identity, e);
         }

@@ -9,6 +9,7 @@ import type { Admission } from '../queue/admission.js';
 import { Shed } from '../queue/limiter.js';
 import type { Decision, RouteReason } from '../routing/types.js';
 import { endInterrupted } from '../stream/interrupt.js';
+import { continuationBody, createResumeLog, createSplice, type ResumeLog } from '../stream/resume.js';
 import { createTap, type Tap, type Usage } from '../stream/tap.js';
 import { nowMs, serverTiming, type HopClock } from '../telemetry/hop-clock.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -38,6 +39,8 @@ export interface Exchange {
   readonly draining: () => boolean;
   /** The client's Authorization is the gateway's own API key: it is not passed on. */
   readonly stripAuthorization: boolean;
+  /** The parsed chat body, when resume.enabled and the request can be resumed mid-stream. */
+  readonly resumable?: Record<string, unknown>;
 }
 
 /** How an exchange ended, for the access line, the metrics and the router. */
@@ -64,6 +67,8 @@ export interface Outcome {
   error: WarmrouteError | null;
   /** What the last failed attempt's error said (undici's message): for the log, never the client. */
   upstreamError: string | null;
+  /** The stream broke off and was continued on another replica (resume.enabled). */
+  resumed: boolean;
 }
 
 /**
@@ -78,11 +83,12 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
   const ranked = decision.ranked;
   const maxAttempts = Math.min(ranked.length, config.limits.maxRetries + 1);
 
-  const out: Outcome = { ending: 'failed', status: 0, replica: null, reason: decision.reason, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null };
+  const out: Outcome = { ending: 'failed', status: 0, replica: null, reason: decision.reason, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null, resumed: false };
   let replica: ReplicaState | null = null;
   let admitted = false;
   let abortUpstream: ((e: Error) => void) | null = null;
   let tap: Tap | null = null;
+  let resumeLog: ResumeLog | null = null;
   let finished = false;
   let resolveDone!: (o: Outcome) => void;
   const done = new Promise<Outcome>((r) => { resolveDone = r; });
@@ -155,6 +161,14 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
     fail(e.error);
   }
 
+  /** Writes to the client, pausing the replica while the client's socket is full. */
+  function relay(controller: Dispatcher.DispatchController, bytes: Buffer | string) {
+    if (bytes.length > 0 && !res.write(bytes)) {
+      controller.pause();
+      res.once('drain', () => controller.resume());
+    }
+  }
+
   function dispatch(r: ReplicaState, i: number) {
     admitted = true;
     if (clock.admitted === 0) clock.admitted = nowMs();
@@ -190,13 +204,11 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
         if (ex.draining()) h.headers.push('connection', 'close');
         res.writeHead(status, h.headers);
         headersWritten = true;
+        if (ex.resumable && out.sse && status === 200) resumeLog = createResumeLog(config.resume.maxBytes);
       },
       onResponseData(controller, chunk) {
         if (tap!.scan(chunk)) clock.firstToken = nowMs();
-        if (!res.write(chunk)) {
-          controller.pause();
-          res.once('drain', () => controller.resume());
-        }
+        relay(controller, resumeLog === null ? chunk : resumeLog.accept(chunk));
       },
       onResponseEnd() {
         res.end();
@@ -205,7 +217,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
       onResponseError(_controller, err) {
         if (err instanceof ClientGone || finished) { finish('aborted'); return; }
         if (!headersWritten) return failedBeforeResponse(r, i, isLast, err);
-        failedMidStream(r, err);
+        failedMidStream(r, i, err);
       },
     };
 
@@ -235,14 +247,95 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
     fail(errors.upstreamUnavailable([r.name, cause === 'other' ? 'the request could not be sent' : cause.replaceAll('_', ' ')]));
   }
 
-  function failedMidStream(r: ReplicaState, err: Error) {
+  function failedMidStream(r: ReplicaState, i: number, err: Error) {
     const { cause } = failureOf(err);
     out.upstreamError = err.message;
     metrics.streamErrors.inc({ replica: r.name, cause });
     const e = errors.upstreamStream([r.name, cause === 'idle_timeout' ? `no data for ${config.timeouts.idleMs} ms` : cause === 'reset' ? 'connection lost' : cause.replaceAll('_', ' ')]);
+    if (resumeLog !== null && !out.resumed) return resume(r, i, e);
+    interrupted(e);
+  }
+
+  function interrupted(e: WarmrouteError) {
     out.error = e;
     endInterrupted(res, e, out.sse);
     finish('interrupted');
+  }
+
+  /**
+   * resume.enabled: the stream broke off after its first byte. Once per request, the next-ranked
+   * replica continues the partial answer, spliced into the same stream (stream/resume.ts).
+   */
+  function resume(failed: ReplicaState, i: number, e: WarmrouteError) {
+    const partial = resumeLog!.partial();
+    resumeLog = null;
+    deps.admission.release(failed);
+    admitted = false;
+    const next = i + 1 < ranked.length ? deps.byName(ranked[i + 1].name) : undefined;
+    const why = typeof partial === 'string' ? partial : next === undefined ? 'no_replica' : null;
+    if (why !== null) {
+      metrics.resumes.inc({ outcome: why });
+      return interrupted(e);
+    }
+    const { id, text } = partial as { id: string; text: string };
+    out.resumed = true;
+    let wait: Promise<void> | null;
+    try {
+      wait = deps.admission.acquire(next!);
+    } catch {
+      metrics.resumes.inc({ outcome: 'failed' });
+      return interrupted(e);
+    }
+    const go = () => continueOn(next!, continuationBody(ex.resumable!, text), id, e);
+    if (wait === null) return go();
+    wait.then(() => { if (finished) deps.admission.release(next!); else go(); }, () => { metrics.resumes.inc({ outcome: 'failed' }); interrupted(e); });
+  }
+
+  function continueOn(r: ReplicaState, body: string, originalId: string, original: WarmrouteError) {
+    admitted = true;
+    replica = r;
+    out.replica = r.name;
+    out.attempts++;
+    const splice = createSplice(originalId);
+    let ok = false;
+    deps.agent.dispatch({
+      origin: r.origin,
+      path: ex.target,
+      method: ex.method,
+      headers: ex.req.headers['content-type'] === undefined ? upstreamRequestHeaders(ex.req, r.apiKey, ex.stripAuthorization).concat('content-type', 'application/json') : upstreamRequestHeaders(ex.req, r.apiKey, ex.stripAuthorization),
+      body,
+      headersTimeout: config.timeouts.headersMs,
+      bodyTimeout: config.timeouts.idleMs,
+    }, {
+      onRequestStart(controller) {
+        if (finished) return controller.abort(new ClientGone('client disconnected'));
+        abortUpstream = (err) => controller.abort(err);
+      },
+      onResponseStart(controller, status, headers) {
+        if (status < 200) return;
+        const type = String((headers as Record<string, unknown>)['content-type'] ?? '');
+        if (status !== 200 || !type.startsWith('text/event-stream')) controller.abort(new Error(`the continuation was answered ${status}`));
+        else ok = true;
+      },
+      onResponseData(controller, chunk) {
+        const text = splice.rewrite(chunk);
+        if (text.length === 0) return;
+        const bytes = Buffer.from(text);
+        tap!.scan(bytes);
+        relay(controller, bytes);
+      },
+      onResponseEnd() {
+        metrics.resumes.inc({ outcome: 'resumed' });
+        res.end();
+        finish('complete');
+      },
+      onResponseError(_controller, err) {
+        if (err instanceof ClientGone || finished) { finish('aborted'); return; }
+        metrics.resumes.inc({ outcome: 'failed' });
+        out.upstreamError = `${original.message}; the continuation on ${r.name} failed: ${ok ? 'mid-stream' : err.message}`;
+        interrupted(original);
+      },
+    });
   }
 
   attempt(0);

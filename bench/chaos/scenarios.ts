@@ -1,0 +1,318 @@
+// The faults of the fault suite, each a function that sets up replicas and a gateway on loopback,
+// sends requests through the fault, and tallies how each request ended (client.ts). `size`
+// scales counts and durations: `short` for `npm test`, `full` for `npm run chaos`.
+
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createInterface } from 'node:readline';
+import pino from 'pino';
+import { Agent } from 'undici';
+import { DEFAULT_MODEL, startReplica, type SimReplica, type SimReplicaOptions } from '../sim/index.js';
+import { resolveConfig } from '../../src/config/load.js';
+import { buildGateway, type Gateway } from '../../src/server.js';
+import { loggerOptions } from '../../src/telemetry/logger.js';
+import { startFixture, type FixtureUpstream } from '../../test/helpers/fixture-upstream.js';
+import { rawResponse, startRawReplica } from '../../test/helpers/raw-replica.js';
+import { startRedis } from '../../test/store/redis-server.js';
+import { send, tally, type Ended, type Tally } from './client.js';
+
+export type Size = 'short' | 'full';
+
+export interface Row extends Tally {
+  fault: string;
+  /** What else was measured (memory, pauses), for the report. */
+  measured?: string;
+  /** The same, as numbers a test can check. */
+  figures?: Record<string, number>;
+}
+
+/** Fast simulator timing: these scenarios are about behaviour, not latency. */
+const FAST: SimReplicaOptions = { frontendMs: 0.5, tokenizeMsPerToken: 0, stepBaseMs: 2, prefillMsPerToken: 0.001, attnMsPerTokenPair: 0, decodeMsPerSeq: 0, decodeMsPerCtxToken: 0, outputTokens: { min: 24, max: 24 } };
+
+const body = (i: number, model = DEFAULT_MODEL) => JSON.stringify({
+  model, stream: true, stream_options: { include_usage: true }, max_tokens: 24,
+  messages: [{ role: 'system', content: 'You are a voice agent for a parcel service. Answer briefly.' }, { role: 'user', content: `Where is parcel ${i}?` }],
+});
+
+interface Gw { gw: Gateway; url: string; adminUrl: string; close(): Promise<void> }
+
+async function gateway(upstreams: string[], raw: Record<string, any> = {}): Promise<Gw> {
+  const config = resolveConfig({
+    ...raw,
+    upstreams: upstreams.map((url) => ({ url })),
+    listen: { host: '127.0.0.1', port: 0 },
+    admin: { host: '127.0.0.1', port: 0 },
+    logging: { level: 'silent' },
+    health: { probeIntervalMs: 200, downBackoffMs: 300, ...(raw.health ?? {}) },
+  });
+  const gw = buildGateway(config, { log: pino(loggerOptions('silent')), defaultMetrics: false });
+  const { url, adminUrl } = await gw.listen();
+  return { gw, url, adminUrl, close: () => gw.close() };
+}
+
+async function sims(n: number, opts: SimReplicaOptions = {}): Promise<SimReplica[]> {
+  return Promise.all(Array.from({ length: n }, () => startReplica({ ...FAST, ...opts })));
+}
+
+/** `total` requests, `concurrency` at a time; `during(i)` runs before request i is sent. */
+async function load(url: string, total: number, concurrency: number, opts: { during?: (i: number) => Promise<void> | void; headers?: (i: number) => Record<string, string>; deadlineMs?: number; model?: string } = {}): Promise<Ended[]> {
+  const out: Ended[] = [];
+  let next = 0;
+  const dispatcher = new Agent({ connections: concurrency });
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < total) {
+      const i = next++;
+      await opts.during?.(i);
+      out.push(await send(url, body(i, opts.model), { headers: { 'x-session-id': `s${i % 40}`, ...opts.headers?.(i) }, deadlineMs: opts.deadlineMs, dispatcher }));
+    }
+  }));
+  await dispatcher.close();
+  return out;
+}
+
+const n = (size: Size, short: number, full: number) => (size === 'short' ? short : full);
+
+async function withSims<T>(count: number, opts: SimReplicaOptions, f: (rs: SimReplica[]) => Promise<T>): Promise<T> {
+  const rs = await sims(count, opts);
+  try {
+    return await f(rs);
+  } finally {
+    await Promise.all(rs.map((r) => r.close()));
+  }
+}
+
+export async function refusesConnections(size: Size): Promise<Row> {
+  return withSims(3, {}, async (rs) => {
+    const g = await gateway(rs.map((r) => r.url));
+    try {
+      rs[0].fault({ kind: 'crash' });
+      return { fault: 'a replica refuses connections', ...tally(await load(g.url, n(size, 60, 600), 10)) };
+    } finally { await g.close(); }
+  });
+}
+
+export async function hangsBeforeHeaders(size: Size): Promise<Row> {
+  return withSims(2, {}, async (rs) => {
+    const g = await gateway(rs.map((r) => r.url), { timeouts: { headersMs: 400 } });
+    try {
+      rs[0].fault({ kind: 'stall' });
+      return { fault: 'a replica hangs before headers', ...tally(await load(g.url, n(size, 40, 400), 10)) };
+    } finally { await g.close(); }
+  });
+}
+
+export async function stallsMidStream(size: Size): Promise<Row> {
+  return withSims(2, {}, async (rs) => {
+    const g = await gateway(rs.map((r) => r.url), { timeouts: { idleMs: 300 } });
+    try {
+      rs[0].fault({ kind: 'stall-mid-stream', afterChunks: 3, times: n(size, 10, 100) });
+      return { fault: 'a replica stalls mid-stream', ...tally(await load(g.url, n(size, 40, 400), 10)) };
+    } finally { await g.close(); }
+  });
+}
+
+export async function diesMidStream(size: Size, resume = false): Promise<Row> {
+  return withSims(2, {}, async (rs) => {
+    const g = await gateway(rs.map((r) => r.url), { resume: { enabled: resume } });
+    try {
+      rs[0].fault({ kind: 'die-mid-stream', afterChunks: 3, times: n(size, 10, 100) });
+      return { fault: resume ? 'a replica dies mid-stream, resume.enabled' : 'a replica dies mid-stream', ...tally(await load(g.url, n(size, 40, 400), 10)) };
+    } finally { await g.close(); }
+  });
+}
+
+export async function answers503(size: Size): Promise<Row> {
+  return withSims(2, {}, async (rs) => {
+    const g = await gateway(rs.map((r) => r.url));
+    try {
+      rs[0].fault({ kind: 'busy' });
+      return { fault: 'a replica answers 503', ...tally(await load(g.url, n(size, 40, 400), 10)) };
+    } finally { await g.close(); }
+  });
+}
+
+export async function allDown(size: Size): Promise<Row> {
+  return withSims(2, {}, async (rs) => {
+    const g = await gateway(rs.map((r) => r.url));
+    try {
+      for (const r of rs) r.fault({ kind: 'crash' });
+      return { fault: 'all replicas down', ...tally(await load(g.url, n(size, 30, 300), 10)) };
+    } finally { await g.close(); }
+  });
+}
+
+export async function malformed(size: Size): Promise<Row> {
+  let k = 0;
+  const raw = await startRawReplica((req) => {
+    // Three kinds of broken framing in turn.
+    const kind = k++ % 3;
+    if (kind === 0) req.socket.end('HTTP/1.1 200 OK\r\ncontent-length: 0\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n');
+    else if (kind === 1) req.socket.end(rawResponse(200, [['content-type', 'application/json'], ['content-length', '100']], '{"short":'));
+    else req.socket.end('HTTP/1.1 2OO OK\r\n\r\n');
+  });
+  const g = await gateway([raw.url], { health: { probeIntervalMs: 60_000 } });
+  try {
+    return { fault: 'malformed replica responses', ...tally(await load(g.url, n(size, 30, 300), 5, { model: 'fixture-model' })) };
+  } finally {
+    await g.close();
+    await raw.close();
+  }
+}
+
+export async function redisRestart(size: Size): Promise<Row> {
+  const redis = await startRedis();
+  try {
+    return await withSims(2, {}, async (rs) => {
+      const g = await gateway(rs.map((r) => r.url), { redis: { url: redis.url } });
+      try {
+        const total = n(size, 90, 900);
+        const results = await load(g.url, total, 10, {
+          during: async (i) => {
+            if (i === Math.floor(total / 3)) await redis.kill();
+            if (i === Math.floor((2 * total) / 3)) await redis.restart();
+          },
+        });
+        return { fault: 'Redis killed and restarted under load', ...tally(results) };
+      } finally { await g.close(); }
+    });
+  } finally {
+    await redis.kill();
+  }
+}
+
+export async function sigterm(size: Size): Promise<Row> {
+  const up = await startFixture('sigterm');
+  const g = await spawnGateway([up.url]);
+  try {
+    const streams = n(size, 20, 50);
+    const dispatcher = new Agent({ connections: streams });
+    const live = Array.from({ length: streams }, (_, i) => send(g.url, body(i, 'fixture-model'), { headers: { 'x-session-id': `t${i}`, 'x-fixture-chunks': '10', 'x-fixture-gap-ms': '100' }, dispatcher }));
+    await new Promise((r) => setTimeout(r, 300));
+    g.term();
+    const results = await Promise.all(live);
+    const code = await g.exited;
+    await dispatcher.close();
+    return { fault: `SIGTERM with ${streams} live streams`, ...tally(results), measured: `exit code ${code}` };
+  } finally {
+    g.term();
+    await up.close();
+  }
+}
+
+/** A gateway in a process of its own (the CLI through tsx), for SIGTERM and memory figures. */
+async function spawnGateway(upstreams: string[]) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', ...upstreams.flatMap((u) => ['--upstream', u]), '--host', '127.0.0.1', '--port', '0', '--admin-host', '127.0.0.1', '--admin-port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  process.once('exit', () => child.kill('SIGKILL'));
+  const url = await new Promise<string>((resolve, reject) => {
+    const rl = createInterface({ input: child.stdout! });
+    rl.on('line', (l) => {
+      try {
+        const o = JSON.parse(l) as { msg?: string; url?: string };
+        if (o.msg === 'warmroute listening' && o.url) resolve(o.url);
+      } catch { /* not a log line */ }
+    });
+    child.once('exit', (code) => reject(new Error(`the gateway exited with ${code}`)));
+  });
+  const status = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
+  return { url, pid: child.pid!, rssMb: () => status('VmRSS'), hwmMb: () => status('VmHWM'), term: () => { if (child.exitCode === null) child.kill('SIGTERM'); }, exited };
+}
+
+/** An SSE replica that writes `mb` MiB of events as fast as its socket takes them, and counts them. */
+async function firehose(mb: number): Promise<{ url: string; written(): number; close(): Promise<void> }> {
+  let written = 0;
+  const event = `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'x'.repeat(900) } }] })}\n\n`;
+  const server: Server = createServer((req, res) => {
+    if (req.url === '/health' || req.url === '/metrics') return void res.end();
+    if (req.url === '/v1/models') return void res.end('{"object":"list","data":[{"id":"sim"}]}');
+    req.resume();
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const total = mb * 1024 * 1024;
+    const pump = () => {
+      while (written < total) {
+        written += event.length;
+        if (!res.write(event)) return void res.once('drain', pump);
+      }
+      res.end('data: [DONE]\n\n');
+    };
+    pump();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, written: () => written, close: () => new Promise((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+}
+
+export async function slowReader(size: Size): Promise<Row> {
+  const mb = n(size, 30, 50);
+  const hose = await firehose(mb);
+  const g = await spawnGateway([hose.url]);
+  try {
+    const before = g.rssMb();
+    // The client reads its first chunk, then nothing for 3 s, then the rest as fast as it can.
+    const t0 = Date.now();
+    let paused = 0;
+    let pausedWritten = 0;
+    const reader = send(g.url, body(0, 'sim'), { pauseAfterFirstMs: 3000, deadlineMs: 120_000 });
+    await new Promise((r) => setTimeout(r, 2900));
+    // What the replica got to write, and what the gateway holds, while the client read nothing.
+    pausedWritten = hose.written();
+    paused = g.rssMb() - before;
+    const result = await reader;
+    const peak = g.hwmMb() - before;
+    return {
+      figures: { pausedWrittenMb: pausedWritten / 1048576, pausedRssMb: paused, peakRssMb: peak },
+      fault: `a slow reader of a ${mb} MB stream`,
+      ...tally([result]),
+      measured: `while the client read nothing for 3 s the replica could write ${(pausedWritten / 1048576).toFixed(1)} MB and the gateway's RSS grew ${paused.toFixed(0)} MB; peak +${peak.toFixed(0)} MB, ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+    };
+  } finally {
+    g.term();
+    await g.exited;
+    await hose.close();
+  }
+}
+
+export async function manyStreams(size: Size): Promise<Row> {
+  const up: FixtureUpstream = await startFixture('many');
+  const g = await spawnGateway([up.url]);
+  try {
+    const streams = n(size, 200, 1000);
+    const seconds = n(size, 3, 30);
+    const before = g.rssMb();
+    const dispatcher = new Agent({ connections: streams });
+    const results = await Promise.all(Array.from({ length: streams }, (_, i) => send(g.url, body(i, 'fixture-model'), {
+      headers: { 'x-session-id': `m${i}`, 'x-fixture-chunks': String(seconds * 2), 'x-fixture-gap-ms': '500' }, dispatcher, deadlineMs: (seconds + 60) * 1000,
+    })));
+    await dispatcher.close();
+    const peak = g.hwmMb() - before;
+    await new Promise((r) => setTimeout(r, 1000));
+    return { figures: { beforeMb: before, peakMb: peak, afterMb: g.rssMb() }, fault: `${streams} concurrent streams held ${seconds} s`, ...tally(results), measured: `gateway RSS ${before.toFixed(0)} MB before, peak +${peak.toFixed(0)} MB, ${g.rssMb().toFixed(0)} MB after` };
+  } finally {
+    g.term();
+    await g.exited;
+    await up.close();
+  }
+}
+
+/** Every fault of the suite, by a short name. */
+export const SCENARIOS: Record<string, (size: Size) => Promise<Row>> = {
+  refused: refusesConnections,
+  'hang-before-headers': hangsBeforeHeaders,
+  'stall-mid-stream': stallsMidStream,
+  'die-mid-stream': (s) => diesMidStream(s),
+  'die-mid-stream-resumed': (s) => diesMidStream(s, true),
+  '503': answers503,
+  'all-down': allDown,
+  malformed,
+  redis: redisRestart,
+  sigterm,
+  'slow-reader': slowReader,
+  'many-streams': manyStreams,
+};
+
+export function tableOf(rows: readonly Row[]): string {
+  const lines = ['| fault | sent | completed | explicit errors | silent losses | measured |', '|---|---:|---:|---:|---:|---|'];
+  for (const r of rows) lines.push(`| ${r.fault} | ${r.sent} | ${r.completed} | ${r.explicit} | ${r.silent} | ${[r.measured, ...r.notes].filter(Boolean).join('; ')} |`);
+  return lines.join('\n');
+}
