@@ -4,7 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import OpenAI from 'openai';
+import OpenAI, { APIError } from 'openai';
 import { startFleet, type SimFleet } from '../../bench/sim/index.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { FAST } from '../sim/helpers.js';
@@ -101,7 +101,7 @@ describe('the openai SDK through warmroute', () => {
 
   it('HTTP errors are the SDK\'s error classes, with the OpenAI code', async () => {
     const c = client('call-errors');
-    const expectError = async (p: Promise<unknown>, cls: new (...a: any[]) => OpenAI.APIError, status: number, code: string | number) => {
+    const expectError = async (p: Promise<unknown>, cls: new (...a: any[]) => APIError, status: number, code: string | number) => {
       const err = await p.then(() => null, (e: unknown) => e);
       assert.ok(err instanceof cls, `expected ${cls.name}, got ${(err as Error)?.constructor?.name}: ${(err as Error)?.message}`);
       assert.equal(err.status, status);
