@@ -1,12 +1,13 @@
 // npm run demo — the newcomer's first command after `npm ci`: 4 simulated vLLM replicas, the
-// gateway, a small voice workload once through round-robin and once through warmroute. Prints a
-// short table and writes bench/out/demo.html. No Redis, no network beyond loopback, < 90 s.
+// gateway, a small voice workload through round-robin, through warmroute, and sent straight to the
+// oracle placement (session i → replica i mod 4, no gateway) that warmroute is judged against.
+// Prints a short table, the verdicts and writes bench/out/demo.html. No Redis, loopback only, < 90 s.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { buildHtml } from './report/html.js';
 import { runBench, type BenchOptions } from './voice/bench.js';
-import { goalLine } from './voice/goals.js';
+import { checkReferences, goalLine, referenceLine } from './voice/goals.js';
 import { shortTable } from './voice/markdown.js';
 import { createProgress } from './voice/progress.js';
 
@@ -16,7 +17,7 @@ const OUT = 'bench/out';
 // think time; prompts, history growth, tool turns and the keyless share are the same.
 const DEMO: BenchOptions = {
   replicas: 4,
-  strategies: ['round-robin', 'affinity'],
+  strategies: ['round-robin', 'affinity', 'oracle'],
   outputTokens: [50, 150],
   maxDurationS: 30,
   requestTimeoutS: 20,
@@ -32,7 +33,7 @@ async function main(): Promise<void> {
   progress.done();
   mkdirSync(OUT, { recursive: true });
   const html = join(OUT, 'demo.html');
-  writeFileSync(html, buildHtml(result, 'warmroute demo — voice sessions, round-robin vs warmroute'));
+  writeFileSync(html, buildHtml(result, 'warmroute demo — voice sessions: round-robin, warmroute, oracle placement'));
   writeFileSync(join(OUT, 'demo.json'), JSON.stringify(result));
   const w = result.params.workload;
   const errors = result.summaries.reduce((n, s) => n + s.errors, 0);
@@ -43,6 +44,7 @@ async function main(): Promise<void> {
     shortTable(result.summaries),
     '',
     ...result.goals.map((g) => `  ${goalLine(g)}`),
+    ...checkReferences(result.summaries).map((r) => `  ${referenceLine(r)}`),
     errors > 0 ? `\n${errors} request(s) failed (see ${OUT}/demo.json)` : '',
     '',
     `report: ${resolve(html)}`,

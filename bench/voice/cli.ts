@@ -1,7 +1,8 @@
 // npm run bench:voice — the voice workload through round-robin, least-loaded, session-hash and
 // warmroute, then the oracle placement (no gateway, session i → replica i mod R) as the reference,
 // side by side on the same simulated fleet. Writes bench/out/voice-*.json, the HTML report and the
-// markdown tables; prints the tables, the goals (met / NOT met) and the references.
+// markdown tables; prints the tables, the goals (met / NOT met; routing judged against the oracle
+// placement of the same run) and the references.
 
 import { parseArgs } from 'node:util';
 import { runBench, STRATEGIES, type BenchOptions } from './bench.js';
