@@ -14,6 +14,10 @@ export interface ChainOptions {
 }
 
 export interface Chain {
+  /** The seed link (model, cache_salt, and for chat what the template renders before the messages). */
+  readonly seed: string;
+  /** Index of the first user message (chat), -1 when none; 0 for completion prompts. */
+  readonly firstUser: number;
   readonly chain: string[];
   readonly chainTokens: number[];
   readonly promptTokens: number;
@@ -31,7 +35,7 @@ const KIND_CHAT = 0x43; // C
 const KIND_TEXT = 0x54; // T
 const KIND_IDS = 0x49; // I
 
-const EMPTY: Chain = { chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0 };
+const EMPTY: Chain = { seed: '', firstUser: -1, chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0 };
 
 /** Model and cache_salt: they change the seed but are not prompt text, so they add no tokens. */
 function writeSeedHead(kind: number, body: Record<string, unknown>): number {
@@ -60,7 +64,8 @@ export function chatChain(body: Record<string, unknown>, opts: ChainOptions): Ch
   writeField(6, body.documents);
   writeField(7, body.response_format);
   const seedTokens = Math.ceil((writtenTextBytes() - headBytes) / bpt);
-  let prev = digest(0n);
+  const seed = digest(0n);
+  let prev = seed;
 
   const n = messages.length;
   const chain = new Array<string>(n);
@@ -90,7 +95,7 @@ export function chatChain(body: Record<string, unknown>, opts: ChainOptions): Ch
   const placementAt = firstUser < 0 ? n - 1 : firstUser;
   const sharedTokens = firstUser < 0 ? tokens : firstUser === 0 ? seedTokens : chainTokens[firstUser - 1];
   resetWriter();
-  return { chain, chainTokens, promptTokens: tokens, placementKey: chain[placementAt], sharedTokens };
+  return { seed: seed.toString(16), firstUser, chain, chainTokens, promptTokens: tokens, placementKey: chain[placementAt], sharedTokens };
 }
 
 const encoder = new TextEncoder();
@@ -138,5 +143,5 @@ export function completionChain(body: Record<string, unknown>, opts: ChainOption
   const chainTokens = new Array<number>(n);
   for (let i = 0; i < n; i++) chainTokens[i] = Math.ceil(Math.min((i + 1) * block, byteLength) / perToken);
   const placementAt = Math.min(n, Math.max(1, opts.placementBlocks)) - 1;
-  return { chain, chainTokens, promptTokens: chainTokens[n - 1], placementKey: chain[placementAt], sharedTokens: 0 };
+  return { seed: seed.toString(16), firstUser: 0, chain, chainTokens, promptTokens: chainTokens[n - 1], placementKey: chain[placementAt], sharedTokens: 0 };
 }

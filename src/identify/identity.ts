@@ -14,6 +14,10 @@ export interface RequestIdentity {
   readonly sessionKeySource: string | null;
   /** Cumulative prefix hashes: chain[i] covers links 0..i, so turn n's chain extends turn n−1's. */
   readonly chain: readonly string[];
+  /** The chain's seed (model, cache_salt, tools and the rest of what precedes the messages). */
+  readonly seed: string;
+  /** Index of the first user message (chat), -1 when none. */
+  readonly firstUser: number;
   /** Estimated prompt tokens covered by chain[0..i]. */
   readonly chainTokens: readonly number[];
   /** Estimated prompt tokens of the whole request. */
@@ -158,11 +162,11 @@ export function identityWithoutBody(headers: IncomingHttpHeaders, opts: Identity
   const session = sessionKeyOf(null, headers, opts);
   return {
     kind: 'other', model: null, sessionKey: session?.key ?? null, sessionKeySource: session?.source ?? null,
-    chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0,
+    chain: [], seed: '', firstUser: -1, chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0,
   };
 }
 
-const NO_CHAIN: Chain = { chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0 };
+const NO_CHAIN: Chain = { seed: '', firstUser: -1, chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0 };
 
 /**
  * Identity of a parsed chat/completions body: the session key and the prefix chain, computed once
@@ -178,6 +182,8 @@ export function identify(kind: RequestKind, body: Body, headers: IncomingHttpHea
     sessionKey: session?.key ?? null,
     sessionKeySource: session?.source ?? null,
     chain: ch.chain,
+    seed: ch.seed,
+    firstUser: ch.firstUser,
     chainTokens: ch.chainTokens,
     promptTokens: ch.promptTokens,
     placementKey: ch.placementKey,
