@@ -85,8 +85,10 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
   });
   app.get<{ Params: { key: string } }>('/admin/sessions/:key', async (req, reply) => {
     const s = router.session(req.params.key);
-    if (!s) return reply.code(404).send({ error: { message: 'no pin for that session key', type: 'not_found_error', param: 'key', code: 'session_not_found' } });
-    return { ...s, since: new Date(s.since).toISOString(), lastSeen: new Date(s.lastSeen).toISOString() };
+    const d = router.lastDrift(req.params.key);
+    if (!s && !d) return reply.code(404).send({ error: { message: 'no pin for that session key', type: 'not_found_error', param: 'key', code: 'session_not_found' } });
+    const lastDrift = d === null ? null : { where: d.where, message: d.message, at: new Date(d.at).toISOString() };
+    return s ? { ...s, since: new Date(s.since).toISOString(), lastSeen: new Date(s.lastSeen).toISOString(), lastDrift } : { key: req.params.key, replica: null, lastDrift };
   });
   app.delete<{ Params: { key: string } }>('/admin/sessions/:key', async (req, reply) => {
     const removed = router.unpin(req.params.key);

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { WarmrouteError } from '../errors.js';
 import { hash64 } from '../identify/hash.js';
 import type { RequestIdentity } from '../identify/identity.js';
+import type { Drift } from '../routing/drift.js';
 import type { RouteReason, Router } from '../routing/types.js';
 import type { Usage } from '../stream/usage.js';
 import { hopsOf, overheadOf, replicaTtftOf, ttftOf, type HopClock } from '../telemetry/hop-clock.js';
@@ -47,6 +48,8 @@ function memo<T>(make: (key: string) => T): (key: string) => T {
 }
 
 export interface Recorder {
+  /** A session's prompt stopped extending its previous turn: counted, and one warn line (no text). */
+  drift(identity: RequestIdentity, drift: Drift): void;
   /** `key`: the client API key's name, when keys are configured. */
   record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null }): void;
 }
@@ -67,7 +70,12 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   const promptBy = memo((replica) => m.promptTokens.labels(replica));
   const cachedBy = memo((replica) => m.cachedTokens.labels(replica));
   const clientBy = memo((k) => m.clientRequests.labels(...(k.split(' ') as [string, string])));
+  const driftBy = memo((where) => m.prefixDrift.labels(where));
   return {
+    drift(identity, d) {
+      driftBy(d.where).inc();
+      log.warn({ session: sessionTag(identity.sessionKey ?? identity.placementKey), sessionSource: identity.sessionKeySource, where: d.where, message: d.message }, 'prompt drift: this turn no longer extends the session\'s previous prompt, so its cache is lost from there');
+    },
     record({ method, path, identity, clock, ended: e, key = null }) {
       const hops = hopsOf(clock);
       for (let i = 0; i < HOPS.length; i++) {

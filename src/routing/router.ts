@@ -3,6 +3,7 @@ import type { RequestIdentity } from '../identify/identity.js';
 import type { SessionStore } from '../store/types.js';
 import { createBrokenSessions } from './broken-sessions.js';
 import { createCostModel } from './cost-model.js';
+import { createDriftWatch } from './drift.js';
 import { runningOf } from './load.js';
 import { createMoveLog } from './moves.js';
 import { resolveRoutingOptions, type RoutingOptionsInput } from './options.js';
@@ -53,6 +54,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const moves = createMoveLog(MAX_REMEMBERED);
   const broken = createBrokenSessions(MAX_REMEMBERED, o.prefixTtlMs);
   const composition = compose(strategy, { options: o, cost, traffic, moves, random });
+  const drift = createDriftWatch(MAX_REMEMBERED);
   const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
 
   function context(identity: RequestIdentity, replicas: RouteContext['replicas'], t: number): RouteContext {
@@ -76,7 +78,9 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
 
     route(req) {
       const ctx = context(req.identity, req.replicas, now());
-      const d = decide(ctx, composition);
+      const decided = decide(ctx, composition);
+      const key = req.identity.sessionKey ?? req.identity.placementKey;
+      const d = key === null ? decided : { ...decided, drift: drift.observe(key, req.identity, ctx.now) };
       if (composition.learns) {
         const notes = new Map<string, Seen>();
         for (const r of d.ranked) notes.set(r.name, { matched: ctx.warm.get(r.name) ?? 0, waiting: r.waiting, running: runningOf(r) });
@@ -119,6 +123,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       return t - info.lastSeen > o.prefixTtlMs ? { ...info, warmTokens: 0 } : info;
     },
     unpin: (key) => store.unpin(key),
+    lastDrift: (key) => drift.last(key),
     pinsByReplica: () => store.countsByReplica(now()),
     forgetReplica(replica) {
       index.forgetReplica(replica);

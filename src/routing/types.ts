@@ -4,6 +4,7 @@
  */
 import type { RequestIdentity } from '../identify/identity.js';
 import type { SessionInfo } from '../store/types.js';
+import type { Drift } from './drift.js';
 
 /** Why a request went where it went. Bounded: used as a metric label. */
 export const ROUTE_REASONS = ['pinned', 'prefix', 'placed', 'spill', 'failover', 'round-robin', 'least-loaded', 'hash'] as const;
@@ -78,6 +79,8 @@ export interface Decision {
   readonly matchedTokens: number;
   /** The cost model's TTFT estimate for the first ranked replica, ms (affinity strategy only). */
   readonly estimatedTtftMs?: number;
+  /** This turn's prompt no longer extends the session's previous one (routing/drift.ts). */
+  readonly drift?: Drift | null;
 }
 
 /** A strategy: filters, weighted scorers and a picker, and whether routing learns from what it served. */
@@ -111,6 +114,8 @@ export interface Router {
   served(identity: RequestIdentity, outcome: ServedOutcome): void;
   /** Admin: the pin of a session key, if any. */
   session(key: string): SessionInfo | null;
+  /** Admin: the last prompt drift seen for a session key, if any. */
+  lastDrift(key: string): Drift | null;
   /** Admin: remove a session's pin; true if there was one. */
   unpin(key: string): boolean;
   /** Number of live pins per replica (for /admin/replicas). */
