@@ -30,6 +30,7 @@ export const MESSAGE_OVERHEAD_TOKENS = 4;
 const KIND_CHAT = 0x43; // C
 const KIND_TEXT = 0x54; // T
 const KIND_IDS = 0x49; // I
+const KIND_RESPONSES = 0x52; // R
 
 const EMPTY: Chain = { chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0 };
 
@@ -87,6 +88,63 @@ export function chatChain(body: Record<string, unknown>, opts: ChainOptions): Ch
     chainTokens[i] = tokens;
   }
   // System prompt + first user turn: stable for the whole conversation, distinct across conversations.
+  const placementAt = firstUser < 0 ? n - 1 : firstUser;
+  const sharedTokens = firstUser < 0 ? tokens : firstUser === 0 ? seedTokens : chainTokens[firstUser - 1];
+  resetWriter();
+  return { chain, chainTokens, promptTokens: tokens, placementKey: chain[placementAt], sharedTokens };
+}
+
+/**
+ * One link per Responses API input item, chained like chat messages; link −1 is the seed: model,
+ * cache_salt and what vLLM renders before the conversation (instructions as its system message,
+ * tools, the text format). A string input is one user message, written exactly as the item
+ * `{role: "user", content}` is, so a keyless conversation that starts with a string and resends
+ * its history as items (`store: false`) extends its own chain turn after turn. `type: "message"`
+ * is the same as no type; item ids and statuses are not rendered by vLLM and not hashed.
+ */
+export function responsesChain(body: Record<string, unknown>, opts: ChainOptions): Chain {
+  const input = body.input;
+  const items: readonly unknown[] | null = typeof input === 'string' ? [input] : Array.isArray(input) ? input : null;
+  if (items === null || items.length === 0) return EMPTY;
+  const bpt = opts.bytesPerToken;
+
+  const headBytes = writeSeedHead(KIND_RESPONSES, body);
+  writeField(3, body.instructions);
+  writeField(5, body.tools);
+  writeField(7, body.text);
+  const seedTokens = Math.ceil((writtenTextBytes() - headBytes) / bpt);
+  let prev = digest(0n);
+
+  const n = items.length;
+  const chain = new Array<string>(n);
+  const chainTokens = new Array<number>(n);
+  let tokens = seedTokens;
+  let firstUser = -1;
+  for (let i = 0; i < n; i++) {
+    const item = items[i];
+    resetWriter();
+    if (typeof item === 'string') {
+      writeField(1, 'user');
+      writeField(3, item);
+      if (firstUser < 0) firstUser = i;
+    } else if (item !== null && typeof item === 'object' && !Array.isArray(item)) {
+      const it = item as Record<string, unknown>;
+      writeField(1, it.role);
+      writeField(3, it.content);
+      writeField(6, it.type === 'message' ? undefined : it.type);
+      writeField(7, it.call_id);
+      writeField(8, it.name);
+      writeField(9, it.arguments);
+      writeField(10, it.output);
+      if (firstUser < 0 && it.role === 'user') firstUser = i;
+    } else {
+      writeValue(item);
+    }
+    prev = digest(prev);
+    chain[i] = prev.toString(16);
+    tokens += Math.ceil(writtenTextBytes() / bpt) + MESSAGE_OVERHEAD_TOKENS;
+    chainTokens[i] = tokens;
+  }
   const placementAt = firstUser < 0 ? n - 1 : firstUser;
   const sharedTokens = firstUser < 0 ? tokens : firstUser === 0 ? seedTokens : chainTokens[firstUser - 1];
   resetWriter();

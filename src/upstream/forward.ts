@@ -61,6 +61,8 @@ export interface Outcome {
   error: WarmrouteError | null;
   /** What the last failed attempt's error said (undici's message): for the log, never the client. */
   upstreamError: string | null;
+  /** Responses API: the id of the response relayed, as the tap read it. */
+  responseId: string | null;
 }
 
 /**
@@ -75,7 +77,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
   const ranked = decision.ranked;
   const maxAttempts = Math.min(ranked.length, config.limits.maxRetries + 1);
 
-  const out: Outcome = { ending: 'failed', status: 0, replica: null, reason: decision.reason, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null };
+  const out: Outcome = { ending: 'failed', status: 0, replica: null, reason: decision.reason, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null, responseId: null };
   let replica: ReplicaState | null = null;
   let admitted = false;
   let abortUpstream: ((e: Error) => void) | null = null;
@@ -100,6 +102,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
       tap.end();
       out.usage = tap.usage;
       out.done = tap.done;
+      out.responseId = tap.responseId;
     }
     resolveDone(out);
   }
@@ -162,7 +165,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
         }
         const h = clientResponseHeaders(headers as Record<string, string | string[] | undefined>);
         out.sse = h.contentType.startsWith('text/event-stream');
-        tap = createTap(out.sse);
+        tap = createTap(out.sse, ex.identity.kind === 'responses');
         out.status = status;
         // An event stream goes out chunked whatever the replica framed it with: if the replica
         // fails mid-way, an error event can still be added (stream/interrupt.ts).
