@@ -23,7 +23,7 @@ export interface ResponseIdentity {
 
 type Obj = Record<string, unknown>;
 
-const event = (type: string, data: Obj): string => `event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+const event = (type: string, json: string): string => `event: ${type}\ndata: ${json}\n\n`;
 
 function usageObject(u: Usage): Obj {
   return {
@@ -85,7 +85,10 @@ export interface ResponsesOutput {
 
 export function createResponsesOutput(meta: ResponsesMeta, r: ResponseIdentity): ResponsesOutput {
   let seq = 0;
-  const ev = (type: string, data: Obj) => event(type, { ...data, sequence_number: seq++, type });
+  const ev = (type: string, data: Obj) => event(type, JSON.stringify({ ...data, sequence_number: seq++, type }));
+  // One per token: written as text, like the chat chunks, not built and serialised as an object.
+  const delta = (type: string, text: string, itemId: string, extra: string) =>
+    event(type, `{${extra}"delta":${JSON.stringify(text)},"item_id":"${itemId}",${extra === '' ? '' : '"logprobs":[],'}"output_index":0,"sequence_number":${seq++},"type":"${type}"}`);
   let text = '';
   let messageId: string | null = null;
   let call: { id: string; call_id: string; name: string; arguments: string } | null = null;
@@ -116,7 +119,7 @@ export function createResponsesOutput(meta: ResponsesMeta, r: ResponseIdentity):
             out += ev('response.content_part.added', { content_index: 0, item_id: messageId, output_index: 0, part: { annotations: [], text: '', type: 'output_text', logprobs: null } });
           }
           text += d.text;
-          return out + ev('response.output_text.delta', { content_index: 0, delta: d.text, item_id: messageId, logprobs: [], output_index: 0 });
+          return out + delta('response.output_text.delta', d.text, messageId, '"content_index":0,');
         }
         case 'tool-name':
           call = { id: `fc_${randomHex(32)}`, call_id: d.id, name: d.name, arguments: '' };
@@ -124,7 +127,7 @@ export function createResponsesOutput(meta: ResponsesMeta, r: ResponseIdentity):
         case 'tool-args':
           if (call === null) return '';
           call.arguments += d.args;
-          return ev('response.function_call_arguments.delta', { delta: d.args, item_id: call.id, output_index: 0 });
+          return delta('response.function_call_arguments.delta', d.args, call.id, '');
         case 'none':
           return '';
       }

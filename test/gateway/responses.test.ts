@@ -186,6 +186,22 @@ describe('Responses API through warmroute (4 simulated vLLM replicas, the openai
     }
   });
 
+  it('the gateway checks what it routes by: 405 for GET /v1/responses, 400s naming input and previous_response_id', async () => {
+    const g = await startGateway(fleet.urls);
+    try {
+      const get = await fetch(`${g.url}/v1/responses`);
+      assert.equal(get.status, 405);
+      assert.equal(get.headers.get('allow'), 'POST');
+      for (const [body, param] of [[{ model: MODEL, input: 5 }, 'input'], [{ model: MODEL, input: 'x', previous_response_id: ['resp_1'] }, 'previous_response_id']] as const) {
+        const res = await fetch(`${g.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        assert.equal(res.status, 400);
+        assert.equal(((await res.json()) as { error: { param: string } }).error.param, param);
+      }
+    } finally {
+      await g.close();
+    }
+  });
+
   it('responses.onLostState forward: sent to the next choice as a failover, where vLLM does not know the id; counted all the same', async () => {
     const g = await startGateway(fleet.urls, { responses: { onLostState: 'forward' } });
     try {
