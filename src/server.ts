@@ -16,17 +16,20 @@ import { createAdmission } from './queue/admission.js';
 import { createLimiter } from './queue/limiter.js';
 import { createRecorder } from './record/record.js';
 import { createRouter } from './routing/router.js';
-import { ROUTE_REASONS, type Router } from './routing/types.js';
+import { ROUTE_REASONS, STATE_LOST_REASONS, type Router, type StateLostReason } from './routing/types.js';
 import { createMemorySessionStore } from './store/memory.js';
 import { createRedisSessionStore } from './store/redis.js';
 import type { SessionStore } from './store/types.js';
 import { createLogger } from './telemetry/logger.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
+import { throttle } from './telemetry/throttle.js';
 import { createUpstreamAgent, tlsByOrigin } from './upstream/agent.js';
 
 export interface GatewayDeps {
   log?: Logger;
   store?: SessionStore;
+  /** Stored-response records (Responses API); default: Redis under `<keyPrefix>resp:` when configured, else memory. */
+  responseStore?: SessionStore;
   /** Default-process metrics (GC, event loop); off in tests that run many gateways. */
   defaultMetrics?: boolean;
 }
@@ -39,6 +42,7 @@ export interface Gateway {
   readonly metrics: Metrics;
   readonly health: Health;
   readonly store: SessionStore;
+  readonly responseStore: SessionStore;
   readonly agent: Agent;
   readonly log: Logger;
   /** Probes the fleet once, then listens on both ports; returns the bound addresses. */
@@ -57,7 +61,24 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const store = deps.store ?? (config.redis.url
     ? createRedisSessionStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
     : createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs }));
-  const router = createRouter(config.routing.strategy, { store, options: config.routing.options });
+  // A second SessionStore, of response id → replica: bounded, TTL'd and shared like the pins, under
+  // its own key prefix and channel.
+  const rc = config.responses;
+  const responseStore = deps.responseStore ?? (config.redis.url
+    ? createRedisSessionStore({ url: config.redis.url, keyPrefix: `${config.redis.keyPrefix}resp:`, maxSessions: rc.maxRecords, ttlMs: rc.recordTtlMs, metrics, log })
+    : createMemorySessionStore({ maxSessions: rc.maxRecords, ttlMs: rc.recordTtlMs }));
+  for (const reason of STATE_LOST_REASONS) metrics.stateLost.inc({ reason }, 0);
+  const lostWarning = throttle(10_000);
+  const onStateLost = (reason: StateLostReason, replica: string | null) => {
+    metrics.stateLost.inc({ reason });
+    const suppressed = lostWarning();
+    if (suppressed === null) return;
+    log.warn({ reason, replica, action: reason === 'unknown' ? 'routed as usual' : rc.onLostState, suppressed },
+      reason === 'unknown'
+        ? 'stored response unknown to this gateway: routed as usual, the replica may not hold it'
+        : 'stored response lost with its replica');
+  };
+  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost } });
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tlsByOrigin(config.upstreams) });
   const health = createHealth({
     registry, agent, metrics, log,
@@ -100,7 +121,9 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     }
     metrics.globalInflight.set(globalLimit.open);
     metrics.globalQueued.set(globalLimit.queued);
-    metrics.prefixEntries.set(router.stats().prefixEntries);
+    const st = router.stats();
+    metrics.prefixEntries.set(st.prefixEntries);
+    metrics.responseRecords.set(st.responseRecords);
   };
   const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token });
 
@@ -112,10 +135,10 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   };
 
   return {
-    server, admin, registry, router, metrics, health, store, agent, log,
+    server, admin, registry, router, metrics, health, store, responseStore, agent, log,
     draining: isDraining,
     async listen() {
-      if (store.ready) await waitReady(store.ready(), log);
+      await Promise.all([store, responseStore].map((s) => (s.ready ? waitReady(s.ready(), log) : undefined)));
       await health.probeAll();
       await health.scrapeAll();
       health.start();
@@ -150,7 +173,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       await closed;
       await admin.close();
       await agent.close().catch(() => agent.destroy());
-      await store.close();
+      await Promise.all([store.close(), responseStore.close()]);
       keyring.close();
       log.info('closed');
     },

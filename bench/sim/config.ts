@@ -42,6 +42,11 @@ export interface OutputKnobs {
   enablePromptTokensDetails: boolean;
   /** vLLM --enable-prefix-caching. */
   enablePrefixCaching: boolean;
+  /**
+   * VLLM_ENABLE_RESPONSES_API_STORE=1: /v1/responses keeps responses (store: true, the default) in
+   * the replica's memory for previous_response_id and GET /v1/responses/{id}. Off: store is ignored.
+   */
+  enableResponsesStore: boolean;
 }
 
 export interface SimReplicaOptions extends Partial<TimingKnobs>, Partial<CapacityKnobs>, Partial<OutputKnobs> {
@@ -119,5 +124,6 @@ export function resolveConfig(opts: SimReplicaOptions = {}, index = 0): SimConfi
     outputTokens: { min: out.min, max: out.max },
     enablePromptTokensDetails: pick(opts.enablePromptTokensDetails, true),
     enablePrefixCaching: pick(opts.enablePrefixCaching, true),
+    enableResponsesStore: pick(opts.enableResponsesStore, true),
   };
 }

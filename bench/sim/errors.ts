@@ -1,7 +1,8 @@
 // vLLM's error bodies: {"error": {"message", "type", "param", "code"}} with the numeric status as
 // code. Request-validation failures (bad JSON, missing fields, wrong content type) come from
 // FastAPI's RequestValidationError handler with type "Bad Request"; checks made while serving
-// (context length, max_tokens) use "BadRequestError"; an unknown model is a 404 NotFoundError.
+// (context length, max_tokens) use "BadRequestError"; an unknown model is a 404 NotFoundError; an
+// unknown stored response (Responses API) a 404 "invalid_request_error" naming the id.
 
 export interface HttpError {
   status: number;
@@ -48,6 +49,9 @@ export const errors = {
       'max_tokens',
     ),
   badRequest: (message: string, param: string | null = null) => err(400, message, 'BadRequestError', param),
+  /** serving_responses.py _make_not_found_error: the id is not in this replica's response store. */
+  responseNotFound: (id: string) => err(404, `Response with id '${id}' not found.`, 'invalid_request_error', 'response_id'),
+  cannotCancel: () => err(400, 'Cannot cancel a synchronous response.', 'invalid_request_error'),
   busy: (waiting: number) =>
     err(503, `The server is busy: ${waiting} requests are waiting. Please retry later.`, 'ServiceUnavailableError'),
   notFound: () => ({ status: 404, body: JSON.stringify({ detail: 'Not Found' }) }),

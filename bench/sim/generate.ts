@@ -10,6 +10,8 @@ import type { FaultState } from './faults.js';
 import { randomHex } from './hash.js';
 import { planOutput } from './output.js';
 import type { GenRequest } from './request.js';
+import { createResponsesOutput, responseObject, type ResponsesOutput } from './response-chunks.js';
+import type { ResponseStore } from './response-store.js';
 import { createSeq, NO_SALT_ROOT, saltRoot, type Seq, type SeqStatus } from './sequence.js';
 import { frontendMs } from './timing.js';
 import { SPECIAL } from './tokenizer.js';
@@ -25,7 +27,7 @@ export interface AbortRecord {
 
 export interface RequestRecord {
   id: string;
-  kind: 'chat' | 'completion';
+  kind: 'chat' | 'completion' | 'responses';
   stream: boolean;
   promptTokens: number;
   cachedTokens: number;
@@ -55,6 +57,8 @@ export interface GenContext {
   inFrontend: { n: number };
   /** Bumped by a crash or reset: connections dropped by the replica itself are not client aborts. */
   epoch: { n: number };
+  /** Stored Responses API responses (in the API server's memory: a restart empties it). */
+  responses: ResponseStore;
   record(r: RequestRecord): void;
 }
 
@@ -65,7 +69,7 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
   const epoch = ctx.epoch.n;
   const chat = g.kind === 'chat';
   const ident = {
-    id: chat ? `chatcmpl-${randomHex(32)}` : `cmpl-${randomHex(32)}`,
+    id: g.responses?.id ?? (chat ? `chatcmpl-${randomHex(32)}` : `cmpl-${randomHex(32)}`),
     created: Math.floor(Date.now() / 1000),
     model: cfg.model,
   };
@@ -74,8 +78,11 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
     prompt: g.prompt,
     length: cfg.outputTokens,
     tool: g.tool,
-    eosId: chat ? SPECIAL.endOfTurn : SPECIAL.eos,
+    eosId: g.kind === 'completion' ? SPECIAL.eos : SPECIAL.endOfTurn,
   });
+  // Responses API: the output items and events are built as tokens come, streamed or not.
+  const rsp: ResponsesOutput | null = g.responses ? createResponsesOutput(g.responses, ident) : null;
+  const rspStatus = (finish: string) => (finish === 'length' ? 'incomplete' : 'completed');
   const die = g.stream ? ctx.faults.take('die-mid-stream') : undefined;
   const dieAfter = die ? (die.afterChunks ?? 3) : Infinity;
   const stall = g.stream && !die ? ctx.faults.take('stall-mid-stream') : undefined;
@@ -121,16 +128,20 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
       onToken(s, index) {
         const d = plan.deltas[index];
         if (d.t === 'text') texts.push(d.text);
+        const events = rsp?.token(d) ?? '';
         if (!g.stream) return;
         const finish = finishOf(index);
         let out = '';
-        if (chat) {
+        if (rsp) {
+          out += events;
+          if (finish !== null) out += rsp.finish(rspStatus(finish), usage(s));
+        } else if (chat) {
           if (index === 0) out += chatChunks.role(ident);
           out += chatChunks.token(ident, deltaJson(d, g.toolParser), finish) ?? '';
         } else {
           out += completionChunks.token(ident, d.t === 'text' ? d.text : '', finish);
         }
-        if (finish !== null && g.includeUsage) {
+        if (finish !== null && g.includeUsage && !rsp) {
           out += chat ? chatChunks.usage(ident, usage(s)) : completionChunks.usage(ident, usage(s));
         }
         if (d.t !== 'none') chunksSent++;
@@ -159,12 +170,25 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
         ctx.counters.finished++;
         const finish = finishOf(s.generated - 1) ?? reason;
         record(s, finish, 'ok');
+        let body: string;
+        if (rsp && g.responses) {
+          // Stored when complete, before the last bytes go out: a follow-up sent on receipt finds it.
+          body = JSON.stringify(responseObject(g.responses, ident, rspStatus(finish), rsp.items(), usage(s)));
+          if (g.responses.store) ctx.responses.put({ id: ident.id, messages: g.responses.messages, outputText: rsp.text(), body });
+          if (g.stream) {
+            // vLLM's Responses stream ends with response.completed: no [DONE].
+            res.end();
+            return;
+          }
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(body);
+          return;
+        }
         if (g.stream) {
           res.end(SSE_DONE);
           return;
         }
         const text = texts.join('');
-        let body: string;
         if (!chat) body = completionBody(ident, text, finish, usage(s));
         else if (plan.tool && reason === 'stop') body = chatCompletionBody(ident, null, [plan.tool], finish, usage(s));
         else body = chatCompletionBody(ident, text, [], finish, usage(s));
@@ -201,7 +225,9 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
     if (g.stream) {
       // Starlette's StreamingResponse sends the headers before the first token exists.
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8' });
-      res.flushHeaders();
+      // The Responses stream opens with response.created and response.in_progress, before any token.
+      if (rsp) res.write(rsp.start());
+      else res.flushHeaders();
       if (dieAfter === 0) {
         // die-mid-stream with afterChunks 0: the headers went out, then the replica died.
         settled = true;

@@ -36,6 +36,7 @@ export const KNOB_OPTIONS: ParseArgsConfig['options'] = {
   'output-tokens': { type: 'string' },
   'no-prompt-tokens-details': { type: 'boolean' },
   'no-prefix-caching': { type: 'boolean' },
+  'no-responses-store': { type: 'boolean' },
   'fault': { type: 'string', multiple: true },
 };
 
@@ -56,6 +57,7 @@ export function knobsFromArgs(values: Record<string, unknown>): SimReplicaOption
   }
   if (values['no-prompt-tokens-details']) opts.enablePromptTokensDetails = false;
   if (values['no-prefix-caching']) opts.enablePrefixCaching = false;
+  if (values['no-responses-store']) opts.enableResponsesStore = false;
   for (const f of (values.fault as string[] | undefined) ?? []) opts.faults.push(parseFaultArg(f));
   return opts;
 }
@@ -68,6 +70,7 @@ export function knobHelp(): string {
     '  --output-tokens MIN-MAX'.padEnd(32) + 'natural answer length range (20-60)',
     '  --no-prompt-tokens-details'.padEnd(32) + 'leave usage.prompt_tokens_details out',
     '  --no-prefix-caching'.padEnd(32) + 'disable the prefix cache',
+    '  --no-responses-store'.padEnd(32) + 'no VLLM_ENABLE_RESPONSES_API_STORE: /v1/responses stores nothing',
     '  --fault KIND[:k=v,...]'.padEnd(32) + 'fault at start, repeatable (e.g. slow:factor=3)',
   );
   return lines.join('\n');

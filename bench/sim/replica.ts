@@ -7,6 +7,7 @@ import { createEngine, type EngineHooks } from './engine.js';
 import { createFaultState, type Fault, type FaultKind } from './faults.js';
 import type { AbortRecord, GenContext, RequestRecord, SimCounters } from './generate.js';
 import { createBlockPool } from './kv-cache.js';
+import { createResponseStore } from './response-store.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createRequestHandler } from './routes.js';
 
@@ -115,6 +116,7 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
     counters: freshCounters(),
     inFrontend: { n: 0 },
     epoch: { n: 0 },
+    responses: createResponseStore(),
     record(r) {
       log.push(r);
       if (log.length > LOG_REQUESTS) log.shift();
@@ -154,6 +156,7 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
 
   const reset = () => {
     dropInFlight();
+    gen.responses.clear();
     gen.counters = freshCounters();
     metrics.reset();
     log.length = 0;
@@ -177,8 +180,9 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
     if (!crashed || closed) return;
     crashed = false;
     faults.clear('crash');
-    // A restarted vLLM comes back with an empty KV cache.
+    // A restarted vLLM comes back with an empty KV cache, and its response store is gone with the process.
     engine.reset();
+    gen.responses.clear();
     server.listen(port, cfg.host);
   };
 

@@ -5,10 +5,11 @@
 import type { SimConfig } from './config.js';
 import { errors, type HttpError } from './errors.js';
 import type { ToolSpec } from './output.js';
+import type { ResponsesMeta } from './responses-request.js';
 import { contentText, renderChat, tokenizePrompt, type ChatMessage } from './tokenizer.js';
 
 export interface GenRequest {
-  kind: 'chat' | 'completion';
+  kind: 'chat' | 'completion' | 'responses';
   stream: boolean;
   includeUsage: boolean;
   prompt: number[];
@@ -21,13 +22,15 @@ export interface GenRequest {
   toolParser: boolean;
   /** tool_choice named a function: vLLM then finishes with "stop", not "tool_calls". */
   toolNamed: boolean;
+  /** POST /v1/responses: what the response object echoes and what the store keeps. */
+  responses?: ResponsesMeta;
 }
 
 type Body = Record<string, unknown>;
 
-const isObj = (x: unknown): x is Body => !!x && typeof x === 'object' && !Array.isArray(x);
+export const isObj = (x: unknown): x is Body => !!x && typeof x === 'object' && !Array.isArray(x);
 
-function common(body: Body, cfg: SimConfig): HttpError | { stream: boolean; includeUsage: boolean; cacheSalt?: string } {
+export function common(body: Body, cfg: SimConfig): HttpError | { stream: boolean; includeUsage: boolean; cacheSalt?: string } {
   if (body.model !== undefined && body.model !== null && body.model !== cfg.model) {
     return errors.unknownModel(String(body.model));
   }
@@ -43,7 +46,7 @@ function common(body: Body, cfg: SimConfig): HttpError | { stream: boolean; incl
   return { stream: body.stream === true, includeUsage, cacheSalt: (body.cache_salt as string | undefined) ?? undefined };
 }
 
-function maxTokensField(body: Body, field: string): HttpError | number | undefined {
+export function maxTokensField(body: Body, field: string): HttpError | number | undefined {
   const v = body[field];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'number' || !Number.isInteger(v)) return errors.invalid(field, 'Input should be a valid integer');
@@ -51,7 +54,7 @@ function maxTokensField(body: Body, field: string): HttpError | number | undefin
   return v;
 }
 
-function checkLength(cfg: SimConfig, prompt: number[], maxTokens: number | undefined): HttpError | number {
+export function checkLength(cfg: SimConfig, prompt: number[], maxTokens: number | undefined): HttpError | number {
   if (prompt.length >= cfg.maxModelLen) return errors.contextTooLong(cfg.maxModelLen, prompt.length);
   if (maxTokens !== undefined && prompt.length + maxTokens > cfg.maxModelLen) {
     return errors.maxTokensTooLarge(maxTokens, cfg.maxModelLen, prompt.length);
@@ -59,7 +62,7 @@ function checkLength(cfg: SimConfig, prompt: number[], maxTokens: number | undef
   return maxTokens ?? cfg.maxModelLen - prompt.length;
 }
 
-function pickTool(
+export function pickTool(
   body: Body,
   messages: ChatMessage[],
 ): HttpError | { tool?: ToolSpec; parser: boolean; named?: boolean } {

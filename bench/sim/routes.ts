@@ -5,7 +5,8 @@ import { errors, type HttpError } from './errors.js';
 import { parseFault, type Fault, type FaultKind } from './faults.js';
 import { serveGeneration, type GenContext } from './generate.js';
 import { randomHex } from './hash.js';
-import { parseChat, parseCompletion } from './request.js';
+import { parseChat, parseCompletion, type GenRequest } from './request.js';
+import { parseResponses } from './responses-request.js';
 
 export interface RouteDeps {
   gen: GenContext;
@@ -79,7 +80,15 @@ function modelsBody(deps: RouteDeps): string {
   });
 }
 
-async function generation(deps: RouteDeps, req: IncomingMessage, res: ServerResponse, chat: boolean): Promise<void> {
+type Parse = (body: unknown, gen: RouteDeps['gen']) => GenRequest | HttpError;
+
+const PARSERS: Record<string, Parse> = {
+  '/v1/chat/completions': (b, gen) => parseChat(b, gen.cfg),
+  '/v1/completions': (b, gen) => parseCompletion(b, gen.cfg),
+  '/v1/responses': (b, gen) => parseResponses(b, gen.cfg, gen.responses, gen.cfg.enableResponsesStore),
+};
+
+async function generation(deps: RouteDeps, req: IncomingMessage, res: ServerResponse, parse: Parse): Promise<void> {
   const arrival = performance.now();
   const { gen } = deps;
   const body = await readBody(req);
@@ -102,7 +111,7 @@ async function generation(deps: RouteDeps, req: IncomingMessage, res: ServerResp
   } catch (e) {
     return reject(errors.invalidJson((e as Error).message));
   }
-  const g = chat ? parseChat(parsed, gen.cfg) : parseCompletion(parsed, gen.cfg);
+  const g = parse(parsed, gen);
   if ('status' in g) return reject(g);
   if (gen.engine.waiting() + gen.inFrontend.n >= gen.cfg.maxWaiting) {
     return reject(errors.busy(gen.engine.waiting() + gen.inFrontend.n));
@@ -140,17 +149,32 @@ async function admin(deps: RouteDeps, req: IncomingMessage, res: ServerResponse,
   sendError(res, errors.notFound());
 }
 
+/** /v1/responses/{id} and /v1/responses/{id}/cancel: vLLM's retrieve and cancel routes. */
+const STORED = /^\/v1\/responses\/([^/]+)(\/cancel)?$/;
+
+function storedResponse(deps: RouteDeps, res: ServerResponse, method: string, id: string, cancel: string | undefined): void {
+  if (method !== (cancel ? 'POST' : 'GET')) return sendError(res, errors.methodNotAllowed());
+  const r = deps.gen.responses.get(id);
+  if (r === undefined) return sendError(res, errors.responseNotFound(id));
+  // Every stored response here ran in the foreground: vLLM cancels only background ones.
+  if (cancel) return sendError(res, errors.cannotCancel());
+  send(res, 200, r.body);
+}
+
 export function createRequestHandler(deps: RouteDeps): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     const path = (req.url ?? '/').split('?', 1)[0];
     const method = req.method ?? 'GET';
     const run = async (): Promise<void> => {
       if (path.startsWith('/sim/')) return admin(deps, req, res, path);
-      if (path === '/v1/chat/completions' || path === '/v1/completions') {
+      const parse = PARSERS[path];
+      if (parse !== undefined) {
         if (method !== 'POST') return sendError(res, errors.methodNotAllowed());
-        return generation(deps, req, res, path === '/v1/chat/completions');
+        return generation(deps, req, res, parse);
       }
       req.resume();
+      const stored = STORED.exec(path);
+      if (stored !== null) return storedResponse(deps, res, method, stored[1], stored[2]);
       if (method !== 'GET') return sendError(res, errors.methodNotAllowed());
       if (path === '/health') {
         if (deps.gen.faults.get('unhealthy')) return send(res, 503, '', 'text/plain');

@@ -10,6 +10,7 @@ import { inflightFromRecords, ORACLE, oracleTargets, replicaName, viaGateway } f
 import { plannedRequests, runStrategy, type RunOptions, type StrategyRun, type TurnRecord } from './run.js';
 import { summarize, type StrategySummary } from './summary.js';
 import { warmReplicas } from './warmup.js';
+import type { Api } from './dialogue.js';
 import { buildWorkload, type WorkloadOptions } from './workload.js';
 
 // The oracle last: the reference the routers are read against.
@@ -17,6 +18,8 @@ export const STRATEGIES = ['round-robin', 'least-loaded', 'session-hash', 'affin
 
 export interface BenchOptions {
   workload: Partial<WorkloadOptions>;
+  /** chat completions, or the Responses API (keyed sessions by previous_response_id, keyless ones resending their history). Default chat. */
+  api?: Api;
   replicas: number;
   strategies: readonly string[];
   /** The simulator's natural answer length in tokens (`--output-tokens`). */
@@ -65,7 +68,7 @@ export async function runBench(o: BenchOptions, progress: Progress): Promise<Ben
       const before = await fleet.prefixCounters();
       via.watch(o.maxDurationS * 1000 + o.requestTimeoutS * 1000);
       const run = await runStrategy({
-        ...via.target, strategy, workload,
+        ...via.target, strategy, workload, api: o.api,
         maxDurationMs: o.maxDurationS * 1000,
         requestTimeoutMs: o.requestTimeoutS * 1000,
         onProgress: (p) => progress(`${tag} ${p.done}/${p.total} requests, ${p.inflight} in flight, ${(p.elapsedMs / 1000).toFixed(0)} s`),

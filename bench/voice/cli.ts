@@ -7,7 +7,8 @@
 import { parseArgs } from 'node:util';
 import { runBench, STRATEGIES, type BenchOptions } from './bench.js';
 import { checkReferences, goalLine, referenceLine } from './goals.js';
-import { fullTables } from './markdown.js';
+import { APIS, type Api } from './dialogue.js';
+import { failureTable, fullTables } from './markdown.js';
 import { writeVoiceOutputs } from './output.js';
 import { createProgress } from './progress.js';
 import { WORKLOAD_DEFAULTS } from './workload.js';
@@ -15,6 +16,8 @@ import { WORKLOAD_DEFAULTS } from './workload.js';
 const W = WORKLOAD_DEFAULTS;
 const USAGE = `usage: npm run bench:voice -- [flags]
 
+  --api chat|responses     chat completions (default), or the Responses API: keyed sessions chain turns by
+                           previous_response_id (store: true), keyless ones resend their history (store: false)
   --replicas N             simulated vLLM replicas (4)
   --sessions N             concurrent voice sessions (${W.sessions})
   --turns N                turns per session (${W.turns})
@@ -57,7 +60,7 @@ async function main(): Promise<number> {
     options: {
       replicas: s, sessions: s, turns: s, groups: s, 'system-tokens': s, 'user-tokens': s, 'output-tokens': s, 'kv-blocks': s,
       'tool-turns': s, keyless: s, 'body-key': s, 'think-ms': s, 'start-spread-ms': s, strategies: s,
-      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, 'no-warmup': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, api: s, 'no-warmup': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   });
@@ -67,7 +70,10 @@ async function main(): Promise<number> {
   }
   const strategies = (a.strategies ?? STRATEGIES.join(',')).split(',').map((x) => x.trim()).filter(Boolean);
   for (const st of strategies) if (!(STRATEGIES as readonly string[]).includes(st)) throw new Error(`unknown strategy ${st}`);
+  const api = (a.api ?? 'chat') as Api;
+  if (!(APIS as readonly string[]).includes(api)) throw new Error(`--api wants ${APIS.join(' or ')}, got ${a.api}`);
   const o: BenchOptions = {
+    api,
     replicas: num(a.replicas, 4, 'replicas', 1, 64),
     strategies,
     outputTokens: range(a['output-tokens'], [50, 150], 'output-tokens'),
@@ -96,7 +102,8 @@ async function main(): Promise<number> {
   const paths = writeVoiceOutputs(result, a.out ?? 'bench/out');
   const errors = result.summaries.reduce((n, x) => n + x.errors, 0);
   const lines = [...result.goals.map(goalLine), ...checkReferences(result.summaries).map(referenceLine)];
-  process.stdout.write(`${fullTables(result.summaries)}\n\nGoals:\n${lines.map((l) => `  ${l}`).join('\n')}\n\n`);
+  const failures = errors > 0 ? `\n\n${failureTable(result.summaries, result.records)}` : '';
+  process.stdout.write(`${fullTables(result.summaries)}${failures}\n\nGoals:\n${lines.map((l) => `  ${l}`).join('\n')}\n\n`);
   if (errors > 0) process.stdout.write(`${errors} request(s) failed; see the JSON for each one's error.\n`);
   process.stdout.write(`wrote ${paths.json}, ${paths.latestJson}, ${paths.md}\nreport: ${paths.html}\n`);
   return 0;

@@ -40,6 +40,17 @@ export function shortTable(summaries: readonly StrategySummary[]): string {
   ].join('\n');
 }
 
+/** Failed requests per strategy, with their most common error (printed when any failed). */
+export function failureTable(summaries: readonly StrategySummary[], records: readonly { strategy: string; ok: boolean; error: string | null }[]): string {
+  const rows = summaries.map((s) => {
+    const errors = new Map<string, number>();
+    for (const r of records) if (r.strategy === s.strategy && !r.ok) errors.set(r.error ?? '?', (errors.get(r.error ?? '?') ?? 0) + 1);
+    const top = [...errors].sort((a, b) => b[1] - a[1])[0];
+    return row([label(s), `${s.errors} / ${s.requests}`, top ? `${top[0]} (${top[1]})` : '–']);
+  });
+  return [row(['strategy', 'failed requests', 'most common error']), row(['---', '---:', '---']), ...rows].join('\n');
+}
+
 export function fullTables(summaries: readonly StrategySummary[]): string {
   const main = [
     row(['strategy', 'TTFT p50 ms', 'p90', 'p99', `turns > ${summaries[0]?.budgetMs ?? 300} ms`, 'hit rate (vLLM)', 'of ideal', 'max/avg load (served)', 'peak in flight per replica', 'gateway overhead p50 / p99 ms']),
@@ -65,7 +76,8 @@ export function paramsLine(r: BenchResult): string {
   const w = r.params.workload;
   const kv = r.params.kvBlocks === undefined ? '' : `, ${r.params.kvBlocks} KV blocks each`;
   const warm = r.params.warmup ? "every agent's prompt warmed on every replica first" : 'cold replicas, no warmup';
-  return `${r.params.replicas} simulated vLLM replicas (H100-calibrated${kv}; ${warm}), ${w.sessions} concurrent voice sessions × ${w.turns} turns, ` +
+  const api = (r.params.api ?? 'chat') === 'chat' ? '' : ' over the Responses API (keyed sessions chained by previous_response_id with store: true, keyless ones resending their history with store: false)';
+  return `${r.params.replicas} simulated vLLM replicas (H100-calibrated${kv}; ${warm}), ${w.sessions} concurrent voice sessions × ${w.turns} turns${api}, ` +
     `${w.groups} agents with ${w.systemTokens[0]}–${w.systemTokens[1]}-token system prompts, utterances ${w.userTokens[0]}–${w.userTokens[1]} tokens, ` +
     `answers ${r.params.outputTokens[0]}–${r.params.outputTokens[1]} tokens, ${Math.round(w.toolTurnShare * 100)}% tool turns, ` +
     `${Math.round(w.keylessShare * 100)}% keyless sessions, think ${w.thinkMs[0]}–${w.thinkMs[1]} ms, seed ${w.seed}; ` +
@@ -88,6 +100,7 @@ export function markdownReport(r: BenchResult): string {
     ...(r.summaries.some((s) => !viaGateway(s.strategy)) ? [ORACLE_NOTE, ''] : []),
     fullTables(r.summaries),
     '',
+    ...(r.summaries.some((s) => s.errors > 0) ? [failureTable(r.summaries, r.records), ''] : []),
     wr ? `Ideal hit rate for this workload: ${pct(wr.idealHitRate)}.` : '',
     '',
     '```',

@@ -10,11 +10,13 @@ export function writeVoiceOutputs(r: BenchResult, dir: string): { json: string; 
   mkdirSync(dir, { recursive: true });
   const stamp = r.when.replace(/[:.]/g, '-');
   const json = JSON.stringify(r);
+  // A Responses API run keeps its own files: it does not replace the chat run's report.
+  const name = (r.params.api ?? 'chat') === 'chat' ? 'voice' : `voice-${r.params.api}`;
   const paths = {
-    json: join(dir, `voice-${stamp}.json`),
-    latestJson: join(dir, 'voice-latest.json'),
-    html: join(dir, 'voice-latest.html'),
-    md: join(dir, 'voice-latest.md'),
+    json: join(dir, `${name}-${stamp}.json`),
+    latestJson: join(dir, `${name}-latest.json`),
+    html: join(dir, `${name}-latest.html`),
+    md: join(dir, `${name}-latest.md`),
   };
   writeFileSync(paths.json, json);
   writeFileSync(paths.latestJson, json);

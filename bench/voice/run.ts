@@ -5,8 +5,8 @@
 // bounded time whatever the gateway does.
 
 import type { Agent } from 'node:http';
-import { keepAliveAgent, streamChatExchange, type Exchange } from './client.js';
-import { answerMessages, openingHistory, requestOf, type ChatMessage } from './conversation.js';
+import { keepAliveAgent, streamExchange, type Exchange } from './client.js';
+import { dialogueOf, type Api } from './dialogue.js';
 import type { SentRequest } from './ideal.js';
 import type { KeyMode, Workload } from './workload.js';
 
@@ -57,6 +57,8 @@ export interface RunOptions {
   /** Per session index: send its every request straight to this replica (the oracle placement). */
   direct?: readonly Direct[];
   strategy: string;
+  /** Chat completions (default) or the Responses API (dialogue.ts). */
+  api?: Api;
   workload: Workload;
   maxDurationMs: number;
   requestTimeoutMs: number;
@@ -105,13 +107,14 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
   const session = async (si: number) => {
     const plan = o.workload.sessions[si];
     const group = o.workload.groups[plan.group];
-    const history: ChatMessage[] = openingHistory(group);
+    const dialogue = dialogueOf(o.api ?? 'chat', plan, group);
     await sleep(plan.startMs);
-    const exchange = async (turn: number, step: number): Promise<Exchange> => {
-      const messages = history.slice();
-      const { headers, body } = requestOf(plan, group, messages);
+    /** One request: the caller's utterance (step 0), or (null) the follow-up after a tool result. */
+    const exchange = async (turn: number, step: number, user: string | null): Promise<Exchange> => {
+      const req = dialogue.next(user);
+      const messages = dialogue.messages.slice();
       inflight++;
-      const x = await streamChatExchange(dest[si].url, headers, body, agent, o.requestTimeoutMs);
+      const x = await streamExchange(dest[si].url, req.path, req.headers, req.body, agent, o.requestTimeoutMs, req.read);
       inflight--;
       const ok = x.status === 200 && x.error === null && x.done && x.ttftMs !== null;
       records.push({
@@ -121,6 +124,8 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
         completionTokens: x.completionTokens, toolCall: x.toolCall !== null, idealCachedTokens: null,
       });
       sent.push({ sentAt: x.sentAt, messages, tools: group.tools, content: x.content, toolCall: x.toolCall, finishReason: x.finishReason });
+      const complete = x.status === 200 && x.error === null && x.done;
+      dialogue.settle(x, complete, step);
       return x;
     };
     for (let turn = 0; turn < plan.turns.length; turn++) {
@@ -128,19 +133,9 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
         truncated = true;
         return;
       }
-      history.push({ role: 'user', content: plan.turns[turn].user });
-      const x = await exchange(turn, 0);
-      if (x.status !== 200 || x.error !== null || !x.done) {
-        // Nothing came back to append: the caller repeats the turn's history next time.
-        history.pop();
-      } else {
-        history.push(...answerMessages(x.content, x.toolCall));
-        if (x.toolCall) {
-          // The agent speaks after the tool result, with no pause: part of the same caller turn.
-          const y = await exchange(turn, 1);
-          if (y.status === 200 && y.error === null && y.done) history.push(...answerMessages(y.content, y.toolCall));
-        }
-      }
+      const x = await exchange(turn, 0, plan.turns[turn].user);
+      // The agent speaks after the tool result, with no pause: part of the same caller turn.
+      if (x.status === 200 && x.error === null && x.done && x.toolCall) await exchange(turn, 1, null);
       if (turn < plan.turns.length - 1) await sleep(plan.turns[turn].thinkMs);
     }
   };

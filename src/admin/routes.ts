@@ -94,5 +94,10 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
     const removed = router.unpin(req.params.key);
     return reply.code(removed ? 200 : 404).send({ unpinned: removed });
   });
+  app.get<{ Params: { id: string } }>('/admin/responses/:id', async (req, reply) => {
+    const r = router.storedResponse(req.params.id);
+    if (!r) return reply.code(404).send({ error: { message: 'no record of that response id', type: 'not_found_error', param: 'id', code: 'response_not_found' } });
+    return { id: r.key, replica: r.replica, storedAt: new Date(r.since).toISOString(), lastSeen: new Date(r.lastSeen).toISOString() };
+  });
   return app;
 }

@@ -117,6 +117,27 @@ export const RoutingOptionsSchema = Section({
   sessionHashKeyless: Type.Union([Type.Literal('round-robin'), Type.Literal('first-turn')], { default: 'round-robin' }),
 });
 
+export const LOST_STATE_ACTIONS = ['error', 'forward'] as const;
+
+/** The Responses API's stored responses (src/routing/stored-responses.ts). */
+export const ResponsesSchema = Section({
+  /**
+   * A request that continues a stored response (`previous_response_id`, or /v1/responses/{id})
+   * whose replica is gone — down, draining, removed — cannot succeed elsewhere: vLLM keeps stored
+   * responses in the memory of the replica that produced them. `error` answers 409
+   * `response_state_lost` naming the cause; `forward` sends it to the next choice anyway (where
+   * vLLM will answer 404 unless the state was shared some other way). Counted either way.
+   */
+  onLostState: Type.Union(LOST_STATE_ACTIONS.map((a) => Type.Literal(a)), { default: 'error' }),
+  /** Response id → replica records kept (least recently stored dropped beyond; ~200 bytes each). */
+  maxRecords: Type.Integer({ minimum: 1, default: 200_000 }),
+  /**
+   * How long a record lives after its response was served. vLLM never evicts its store, and an
+   * agent may come back to a conversation long after a voice session would: longer than pins.
+   */
+  recordTtlMs: Ms(3_600_000),
+});
+
 export const STRATEGY_NAMES = ['affinity', 'round-robin', 'least-loaded', 'session-hash'] as const;
 
 export const ConfigSchema = Type.Object({
@@ -161,6 +182,7 @@ export const ConfigSchema = Type.Object({
     sessionTtlMs: Ms(600_000),
     options: RoutingOptionsSchema,
   }),
+  responses: ResponsesSchema,
   timeouts: Section({
     /** TCP connect (and TLS handshake) to a replica; past it the next replica is tried. */
     connectMs: Ms(2_000),
@@ -220,6 +242,7 @@ export const ConfigSchema = Type.Object({
     maxBytes: Type.Integer({ minimum: 1024, default: 256 * 1024 }),
   }),
   redis: Section({
+    /** Session pins, and stored-response records under `<keyPrefix>resp:`. */
     url: Type.Union([Type.String({ pattern: '^rediss?://' }), Type.Null()], { default: null }),
     keyPrefix: Type.String({ default: 'warmroute:' }),
   }),
@@ -229,6 +252,8 @@ export type Config = Static<typeof ConfigSchema>;
 export type UpstreamConfig = Static<typeof UpstreamSchema> & { name: string };
 export type ResolvedConfig = Omit<Config, 'upstreams'> & { upstreams: UpstreamConfig[] };
 export type RoutingOptions = Static<typeof RoutingOptionsSchema>;
+export type ResponsesConfig = Static<typeof ResponsesSchema>;
+export type LostStateAction = (typeof LOST_STATE_ACTIONS)[number];
 export type IdentityConfig = Static<typeof IdentitySchema>;
 export type SessionKeySourceConfig = Static<typeof SessionKeySourceSchema>;
 export type StrategyName = (typeof STRATEGY_NAMES)[number];

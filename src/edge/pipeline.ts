@@ -178,7 +178,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
         try {
           if (bodyErr) throw bodyErr;
           if (json === null) {
-            identity = identityWithoutBody(req.headers, deps.identity);
+            identity = identityWithoutBody(req.headers, deps.identity, 'responseId' in kind ? kind.responseId ?? null : null);
           } else {
             const parsed = parseJson(body!);
             validateBody(json, parsed, deps.identity);

@@ -6,18 +6,25 @@ export type RouteKind =
   | { readonly json: RequestKind }
   /** Answered by the gateway itself. */
   | { readonly models: true }
-  /** Forwarded to a routed replica as is (embeddings, tokenize, responses, ...). */
-  | { readonly passthrough: true };
+  /**
+   * Forwarded to a routed replica as is (embeddings, tokenize, ...). `responseId`: the path names a
+   * stored response (/v1/responses/{id}[/cancel|/input_items]), held by one replica only.
+   */
+  | { readonly passthrough: true; readonly responseId?: string };
 
 interface Entry { readonly kind: RouteKind; readonly methods: readonly string[] }
 
 const ROUTES: ReadonlyMap<string, Entry> = new Map<string, Entry>([
   ['/v1/chat/completions', { kind: { json: 'chat' }, methods: ['POST'] }],
   ['/v1/completions', { kind: { json: 'completion' }, methods: ['POST'] }],
+  ['/v1/responses', { kind: { json: 'responses' }, methods: ['POST'] }],
   ['/v1/models', { kind: { models: true }, methods: ['GET', 'HEAD'] }],
 ]);
 
 const PASSTHROUGH: Entry = { kind: { passthrough: true }, methods: [] };
+
+/** A stored response and what can be asked of it (OpenAI's retrieve, delete, cancel, input items). */
+const STORED_RESPONSE = /^\/v1\/responses\/([^/]+)(?:\/(?:cancel|input_items))?$/;
 
 /**
  * The route of a normalised path: its own entry, else any other /v1/ path is forwarded. null:
@@ -26,5 +33,7 @@ const PASSTHROUGH: Entry = { kind: { passthrough: true }, methods: [] };
 export function routeOf(path: string, method: string): { kind: RouteKind; allowed: null } | { kind: null; allowed: readonly string[] } | null {
   const e = ROUTES.get(path);
   if (e !== undefined) return e.methods.includes(method) ? { kind: e.kind, allowed: null } : { kind: null, allowed: e.methods };
-  return path.startsWith('/v1/') ? { kind: PASSTHROUGH.kind, allowed: null } : null;
+  if (!path.startsWith('/v1/')) return null;
+  const stored = path.startsWith('/v1/responses/') ? STORED_RESPONSE.exec(path) : null;
+  return { kind: stored === null ? PASSTHROUGH.kind : { passthrough: true, responseId: stored[1] }, allowed: null };
 }

@@ -34,6 +34,7 @@ export const MESSAGE_OVERHEAD_TOKENS = 4;
 const KIND_CHAT = 0x43; // C
 const KIND_TEXT = 0x54; // T
 const KIND_IDS = 0x49; // I
+const KIND_RESPONSES = 0x52; // R
 
 const EMPTY: Chain = { seed: '', firstUser: -1, chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0 };
 
@@ -47,55 +48,103 @@ function writeSeedHead(kind: number, body: Record<string, unknown>): number {
 }
 
 /**
- * One link per message, each hashed over the canonical rendering of (role, name, content,
- * tool_calls, tool_call_id) and chained on the previous link; link −1 is the seed: model,
- * cache_salt and what the template renders before the messages (tools, documents, response_format,
- * chat_template and its kwargs). Turn n's chain therefore starts with turn n−1's whole chain.
+ * The links of a conversation: the seed (everything written since writeSeedHead, hashed), then one
+ * link per item, each the hash of what `writeItem` renders of it chained on the link before, so
+ * turn n's chain starts with turn n−1's whole chain. `writeItem` says whether the item is a user
+ * turn. The placement key is the link of the first user turn: system prompt + first user turn,
+ * stable for the whole conversation and distinct across conversations.
+ */
+function linkChain(items: readonly unknown[], headBytes: number, opts: ChainOptions, writeItem: (item: unknown) => boolean): Chain {
+  const bpt = opts.bytesPerToken;
+  const seedTokens = Math.ceil((writtenTextBytes() - headBytes) / bpt);
+  const seed = digest(0n);
+  let prev = seed;
+  const n = items.length;
+  const chain = new Array<string>(n);
+  const chainTokens = new Array<number>(n);
+  let tokens = seedTokens;
+  let firstUser = -1;
+  for (let i = 0; i < n; i++) {
+    resetWriter();
+    if (writeItem(items[i]) && firstUser < 0) firstUser = i;
+    prev = digest(prev);
+    chain[i] = prev.toString(16);
+    tokens += Math.ceil(writtenTextBytes() / bpt) + MESSAGE_OVERHEAD_TOKENS;
+    chainTokens[i] = tokens;
+  }
+  const placementAt = firstUser < 0 ? n - 1 : firstUser;
+  const sharedTokens = firstUser < 0 ? tokens : firstUser === 0 ? seedTokens : chainTokens[firstUser - 1];
+  resetWriter();
+  return { seed: seed.toString(16), firstUser, chain, chainTokens, promptTokens: tokens, placementKey: chain[placementAt], sharedTokens };
+}
+
+const asRecord = (v: unknown): Record<string, unknown> | null => (v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Record<string, unknown> : null);
+
+/**
+ * One link per message, over the canonical rendering of (role, name, content, tool_calls,
+ * tool_call_id); the seed is model, cache_salt and what the template renders before the messages
+ * (tools, documents, response_format, chat_template and its kwargs).
  */
 export function chatChain(body: Record<string, unknown>, opts: ChainOptions): Chain {
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) return EMPTY;
-  const bpt = opts.bytesPerToken;
-
   const headBytes = writeSeedHead(KIND_CHAT, body);
   writeField(3, body.chat_template);
   writeField(4, body.chat_template_kwargs);
   writeField(5, body.tools);
   writeField(6, body.documents);
   writeField(7, body.response_format);
-  const seedTokens = Math.ceil((writtenTextBytes() - headBytes) / bpt);
-  const seed = digest(0n);
-  let prev = seed;
-
-  const n = messages.length;
-  const chain = new Array<string>(n);
-  const chainTokens = new Array<number>(n);
-  let tokens = seedTokens;
-  let firstUser = -1;
-  for (let i = 0; i < n; i++) {
-    const m = messages[i];
-    resetWriter();
-    if (m !== null && typeof m === 'object' && !Array.isArray(m)) {
-      const msg = m as Record<string, unknown>;
-      writeField(1, msg.role);
-      writeField(2, msg.name);
-      writeField(3, msg.content);
-      writeField(4, msg.tool_calls);
-      writeField(5, msg.tool_call_id);
-      if (firstUser < 0 && msg.role === 'user') firstUser = i;
-    } else {
+  return linkChain(messages, headBytes, opts, (m) => {
+    const msg = asRecord(m);
+    if (msg === null) {
       writeValue(m);
+      return false;
     }
-    prev = digest(prev);
-    chain[i] = prev.toString(16);
-    tokens += Math.ceil(writtenTextBytes() / bpt) + MESSAGE_OVERHEAD_TOKENS;
-    chainTokens[i] = tokens;
-  }
-  // System prompt + first user turn: stable for the whole conversation, distinct across conversations.
-  const placementAt = firstUser < 0 ? n - 1 : firstUser;
-  const sharedTokens = firstUser < 0 ? tokens : firstUser === 0 ? seedTokens : chainTokens[firstUser - 1];
-  resetWriter();
-  return { seed: seed.toString(16), firstUser, chain, chainTokens, promptTokens: tokens, placementKey: chain[placementAt], sharedTokens };
+    writeField(1, msg.role);
+    writeField(2, msg.name);
+    writeField(3, msg.content);
+    writeField(4, msg.tool_calls);
+    writeField(5, msg.tool_call_id);
+    return msg.role === 'user';
+  });
+}
+
+/**
+ * One link per Responses API input item, chained like chat messages; the seed is model,
+ * cache_salt and what vLLM renders before the conversation (instructions as its system message,
+ * tools, the text format). A string input is one user message, written exactly as the item
+ * `{role: "user", content}` is, so a keyless conversation that starts with a string and resends
+ * its history as items (`store: false`) extends its own chain turn after turn. `type: "message"`
+ * is the same as no type; item ids and statuses are not rendered by vLLM and not hashed.
+ */
+export function responsesChain(body: Record<string, unknown>, opts: ChainOptions): Chain {
+  const input = body.input;
+  const items: readonly unknown[] | null = typeof input === 'string' ? [input] : Array.isArray(input) ? input : null;
+  if (items === null || items.length === 0) return EMPTY;
+  const headBytes = writeSeedHead(KIND_RESPONSES, body);
+  writeField(3, body.instructions);
+  writeField(5, body.tools);
+  writeField(7, body.text);
+  return linkChain(items, headBytes, opts, (item) => {
+    if (typeof item === 'string') {
+      writeField(1, 'user');
+      writeField(3, item);
+      return true;
+    }
+    const it = asRecord(item);
+    if (it === null) {
+      writeValue(item);
+      return false;
+    }
+    writeField(1, it.role);
+    writeField(3, it.content);
+    writeField(6, it.type === 'message' ? undefined : it.type);
+    writeField(7, it.call_id);
+    writeField(8, it.name);
+    writeField(9, it.arguments);
+    writeField(10, it.output);
+    return it.role === 'user';
+  });
 }
 
 const encoder = new TextEncoder();

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { defaultsOf } from '../config/defaults.js';
 import { ConfigSchema, type ResolvedConfig, type SessionKeySourceConfig } from '../config/schema.js';
 import { errors } from '../errors.js';
-import { chatChain, completionChain, type Chain, type ChainOptions } from './chain.js';
+import { chatChain, completionChain, responsesChain, type Chain, type ChainOptions } from './chain.js';
 
 /** What the gateway knows of a request, computed once from the parsed body and headers. */
 export interface RequestIdentity {
@@ -29,9 +29,17 @@ export interface RequestIdentity {
    * match no longer than this is the shared system prompt, not this conversation. 0 when unknown.
    */
   readonly sharedTokens: number;
+  /**
+   * A response stored on one replica that this request needs (Responses API): the
+   * `previous_response_id` of POST /v1/responses, or the `{id}` of /v1/responses/{id}[/...]. Only
+   * the replica that produced it holds it (vLLM's response store is in-process).
+   */
+  readonly storedResponseId: string | null;
+  /** POST /v1/responses with `store` not false: the response it produces is kept by its replica. */
+  readonly storesResponse: boolean;
 }
 
-export type RequestKind = 'chat' | 'completion' | 'other';
+export type RequestKind = 'chat' | 'completion' | 'responses' | 'other';
 
 export interface IdentityOptions extends ChainOptions {
   /**
@@ -128,6 +136,24 @@ export function validateBody(kind: RequestKind, body: unknown, opts: IdentityOpt
   if (kind === 'completion' && typeof b.prompt !== 'string' && !Array.isArray(b.prompt)) {
     throw errors.invalidRequest(['`prompt` must be a string or an array'], 'prompt');
   }
+  if (kind === 'responses') {
+    if (b.input !== undefined && typeof b.input !== 'string' && !Array.isArray(b.input)) throw errors.invalidRequest(['`input` must be a string or an array'], 'input');
+    if (b.store !== undefined && b.store !== null && typeof b.store !== 'boolean') throw errors.invalidRequest(['`store` must be a boolean'], 'store');
+    const prev = b.previous_response_id;
+    if (prev !== undefined && prev !== null && typeof prev !== 'string') throw errors.invalidRequest(['`previous_response_id` must be a string'], 'previous_response_id');
+  }
+}
+
+/**
+ * A stored response's id as routing keys it (memory, Redis): '' is none, and ids are held to the
+ * session-key bound (OpenAI's and vLLM's are ~37 bytes).
+ */
+export function responseIdOf(value: unknown, param: string | null, opts: IdentityOptions): string | null {
+  if (typeof value !== 'string' || value === '') return null;
+  if (value.length * 3 > opts.maxSessionKeyBytes && Buffer.byteLength(value) > opts.maxSessionKeyBytes) {
+    throw errors.invalidRequest([`The response id is longer than ${opts.maxSessionKeyBytes} bytes (routing.maxSessionKeyBytes)`], param);
+  }
+  return value;
 }
 
 /** The session key from the first enabled source that has one; over-long keys are a 400. */
@@ -157,25 +183,41 @@ export function sessionKeyOf(
   return null;
 }
 
-/** Identity of a request the gateway does not route by content (e.g. GET /v1/models, embeddings). */
-export function identityWithoutBody(headers: IncomingHttpHeaders, opts: IdentityOptions): RequestIdentity {
+/**
+ * Identity of a request the gateway does not route by content (e.g. embeddings, or
+ * GET /v1/responses/{id}, whose id from the path is `storedResponseId`).
+ */
+export function identityWithoutBody(headers: IncomingHttpHeaders, opts: IdentityOptions, storedResponseId: string | null = null): RequestIdentity {
   const session = sessionKeyOf(null, headers, opts);
   return {
     kind: 'other', model: null, sessionKey: session?.key ?? null, sessionKeySource: session?.source ?? null,
     chain: [], seed: '', firstUser: -1, chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0,
+    storedResponseId: responseIdOf(storedResponseId, null, opts), storesResponse: false,
   };
 }
 
 const NO_CHAIN: Chain = { seed: '', firstUser: -1, chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0 };
 
+function chainOf(kind: RequestKind, body: Body, storedResponseId: string | null, opts: IdentityOptions): Chain {
+  switch (kind) {
+    case 'chat': return chatChain(body, opts);
+    case 'completion': return completionChain(body, opts);
+    // A continuation's prompt is the stored conversation plus this input, and only its replica
+    // knows the stored part: the visible input alone is no prefix of anything.
+    case 'responses': return storedResponseId === null ? responsesChain(body, opts) : NO_CHAIN;
+    case 'other': return NO_CHAIN;
+  }
+}
+
 /**
- * Identity of a parsed chat/completions body: the session key and the prefix chain, computed once
- * per request from the already-parsed body. Never throws for shapes it does not understand (the
- * replica judges those); only an over-long session key is an error here.
+ * Identity of a parsed chat/completions/responses body: the session key and the prefix chain,
+ * computed once per request from the already-parsed body. Never throws for shapes it does not
+ * understand (the replica judges those); only an over-long session key or response id is an error here.
  */
 export function identify(kind: RequestKind, body: Body, headers: IncomingHttpHeaders, opts: IdentityOptions): RequestIdentity {
   const session = sessionKeyOf(body, headers, opts);
-  const ch = kind === 'chat' ? chatChain(body, opts) : kind === 'completion' ? completionChain(body, opts) : NO_CHAIN;
+  const storedResponseId = kind === 'responses' ? responseIdOf(body.previous_response_id, 'previous_response_id', opts) : null;
+  const ch = chainOf(kind, body, storedResponseId, opts);
   return {
     kind,
     model: typeof body.model === 'string' ? body.model : null,
@@ -188,5 +230,7 @@ export function identify(kind: RequestKind, body: Body, headers: IncomingHttpHea
     promptTokens: ch.promptTokens,
     placementKey: ch.placementKey,
     sharedTokens: ch.sharedTokens,
+    storedResponseId,
+    storesResponse: kind === 'responses' && body.store !== false,
   };
 }

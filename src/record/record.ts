@@ -7,6 +7,7 @@ import type { RouteReason, Router } from '../routing/types.js';
 import type { Usage } from '../stream/usage.js';
 import { hopsOf, overheadOf, replicaTtftOf, ttftOf, type HopClock } from '../telemetry/hop-clock.js';
 import { HOPS, type Metrics } from '../telemetry/metrics.js';
+import { throttle } from '../telemetry/throttle.js';
 import type { Ending } from '../upstream/forward.js';
 
 /** How a request ended, whether or not it was routed. */
@@ -22,6 +23,8 @@ export interface Ended {
   readonly done: boolean;
   readonly error: WarmrouteError | null;
   readonly upstreamError: string | null;
+  /** Responses API: the id of the response relayed (its replica stores it). */
+  readonly responseId?: string | null;
 }
 
 const round = (v: number | null) => (v === null ? null : Math.round(v * 1000) / 1000);
@@ -71,6 +74,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   const cachedBy = memo((replica) => m.cachedTokens.labels(replica));
   const clientBy = memo((k) => m.clientRequests.labels(...(k.split(' ') as [string, string])));
   const driftBy = memo((where) => m.prefixDrift.labels(where));
+  const unreadWarning = throttle(60_000);
   return {
     drift(identity, d) {
       driftBy(d.where).inc();
@@ -98,6 +102,12 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         if (u.promptTokens !== null) promptBy(replica).inc(u.promptTokens);
         if (u.cachedTokens !== null) cachedBy(replica).inc(u.cachedTokens);
       }
+      // A stored response whose id could not be read cannot be followed up on its replica: loud.
+      if (identity?.storesResponse && e.ending === 'complete' && e.status >= 200 && e.status < 300 && !e.responseId) {
+        m.responseIdsUnread.inc();
+        const suppressed = unreadWarning();
+        if (suppressed !== null) log.warn({ replica: e.replica, stream: e.sse, suppressed }, 'stored response relayed without a readable id: its follow-ups will be routed as unknown');
+      }
       if (identity !== null && e.replica !== null && e.ending !== 'aborted') {
         router.served(identity, {
           replica: e.replica,
@@ -105,6 +115,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
           replicaTtftMs: replicaTtft,
           promptTokens: u?.promptTokens ?? null,
           cachedTokens: u?.cachedTokens ?? null,
+          responseId: e.responseId ?? null,
         });
       }
       log.info({

@@ -1,5 +1,8 @@
-import { STRATEGY_NAMES, type StrategyName } from '../config/schema.js';
+import { defaultsOf } from '../config/defaults.js';
+import { ResponsesSchema, STRATEGY_NAMES, type LostStateAction, type StrategyName } from '../config/schema.js';
+import { errors } from '../errors.js';
 import type { RequestIdentity } from '../identify/identity.js';
+import { createMemorySessionStore } from '../store/memory.js';
 import type { SessionStore } from '../store/types.js';
 import { createBrokenSessions } from './broken-sessions.js';
 import { createCostModel } from './cost-model.js';
@@ -10,8 +13,9 @@ import { resolveRoutingOptions, type RoutingOptionsInput } from './options.js';
 import { decide } from './pipeline.js';
 import { createPrefixIndex } from './prefix-index.js';
 import { compose } from './strategies.js';
+import { createStoredResponses } from './stored-responses.js';
 import { createTraffic } from './traffic.js';
-import type { RouteContext, Router } from './types.js';
+import type { Decision, RouteContext, Router, StateLostReason } from './types.js';
 
 export const STRATEGIES = STRATEGY_NAMES;
 export type Strategy = StrategyName;
@@ -22,7 +26,20 @@ export interface RouterDeps {
   readonly random?: () => number;
   /** Routing knobs (the config schema documents each one and its default). Throws on nonsense. */
   readonly options?: RoutingOptionsInput;
+  /** Stored responses (Responses API); the config schema's `responses` section has the defaults. */
+  readonly responses?: {
+    /** Response id → replica records (default: in memory, the schema's bound and TTL). */
+    readonly store?: SessionStore;
+    readonly onLostState?: LostStateAction;
+    /** A request needing a stored response could not go to its holder (for the metric and the log). */
+    readonly onStateLost?: (reason: StateLostReason, replica: string | null) => void;
+  };
 }
+
+const RESPONSES_DEFAULTS = defaultsOf(ResponsesSchema);
+
+/** How the state-lost error names the cause. */
+const GONE: Record<Exclude<StateLostReason, 'unknown'>, string> = { down: 'down', draining: 'draining', removed: 'no longer in the fleet' };
 
 // Keyless conversations remembered for hysteresis, and sessions remembered as broken off: past
 // this the oldest are forgotten first.
@@ -56,6 +73,26 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const composition = compose(strategy, { options: o, cost, traffic, moves, random });
   const drift = createDriftWatch(MAX_REMEMBERED);
   const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
+  const stored = createStoredResponses(deps.responses?.store ?? createMemorySessionStore({ maxSessions: RESPONSES_DEFAULTS.maxRecords, ttlMs: RESPONSES_DEFAULTS.recordTtlMs }));
+  const onLostState = deps.responses?.onLostState ?? RESPONSES_DEFAULTS.onLostState;
+
+  /**
+   * A request that needs a stored response: to the replica holding it, whatever its load, as
+   * `pinned` (and nowhere else: no failover down a list). If that replica is gone, an error naming
+   * the cause — or, when configured, the usual decision as a `failover`. An id never seen is
+   * routed as usual (the replica answers vLLM's own 404 if it does not hold it). Counted always.
+   */
+  function decideStateful(ctx: RouteContext, id: string): Decision {
+    const at = stored.locate(id, ctx.replicas, ctx.now);
+    if (at.holder !== null) return { ranked: [at.holder], reason: 'pinned', matchedTokens: at.warmTokens };
+    deps.responses?.onStateLost?.(at.lost, at.replica);
+    if (at.lost === 'unknown') return decide(ctx, composition);
+    if (onLostState === 'error') {
+      // x-should-retry: OpenAI's SDKs retry a 409 by default, and no retry can bring the state back.
+      throw errors.responseStateLost([at.replica, GONE[at.lost]], ctx.identity.kind === 'responses' ? 'previous_response_id' : null, undefined, ['x-should-retry', 'false']);
+    }
+    return { ...decide(ctx, composition), reason: 'failover' };
+  }
 
   function context(identity: RequestIdentity, replicas: RouteContext['replicas'], t: number): RouteContext {
     const pin = identity.sessionKey === null ? null : store.get(identity.sessionKey, t);
@@ -78,7 +115,8 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
 
     route(req) {
       const ctx = context(req.identity, req.replicas, now());
-      const decided = decide(ctx, composition);
+      const id = req.identity.storedResponseId;
+      const decided = composition.stateful && id !== null ? decideStateful(ctx, id) : decide(ctx, composition);
       const key = req.identity.sessionKey ?? req.identity.placementKey;
       const d = key === null ? decided : { ...decided, drift: drift.observe(key, req.identity, ctx.now) };
       if (composition.learns) {
@@ -100,6 +138,9 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
         return;
       }
       if (outcome.result !== 'ok') return;
+      if (composition.stateful && identity.storesResponse && outcome.responseId) {
+        stored.served(outcome.responseId, outcome.replica, outcome.promptTokens ?? identity.promptTokens, t);
+      }
       broken.healed(key);
       index.record(identity.chain, identity.chainTokens, outcome.replica, t);
       traffic.served(outcome.replica, t);
@@ -124,6 +165,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     },
     unpin: (key) => store.unpin(key),
     lastDrift: (key) => drift.last(key),
+    storedResponse: (id) => stored.get(id, now()),
     pinsByReplica: () => store.countsByReplica(now()),
     forgetReplica(replica) {
       index.forgetReplica(replica);
@@ -135,6 +177,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       prefixTokensByReplica: index.tokensByReplica(),
       costByReplica: cost.snapshot(),
       tokenScale: cost.tokenScale(),
+      responseRecords: stored.size(),
     }),
   };
 }

@@ -15,7 +15,9 @@ import type { Composition } from './types.js';
 /**
  * Every strategy, declared in one place. `affinity` is warmroute; the others are the baselines it
  * is benchmarked against: `session-hash` (consistent-hash ring on the session key, no load bound:
- * nginx, HAProxy, production-stack), `round-robin`, `least-loaded`.
+ * nginx, HAProxy, production-stack), `round-robin`, `least-loaded`. Only `affinity` sends a request
+ * that continues a stored response (Responses API) to the replica holding it: the baselines route
+ * it like any other, as the gateways they stand for do.
  */
 export function compose(strategy: StrategyName, d: AffinityPickerDeps): Composition {
   const serving = [healthyFilter, modelFilter];
@@ -29,9 +31,10 @@ export function compose(strategy: StrategyName, d: AffinityPickerDeps): Composit
       ],
       picker: createAffinityPicker(d),
       learns: true,
+      stateful: true,
     };
-    case 'session-hash': return { filters: serving, scorers: [], picker: createSessionHashPicker(d.options), learns: false };
-    case 'round-robin': return { filters: serving, scorers: [], picker: createRoundRobinPicker(), learns: false };
-    case 'least-loaded': return { filters: serving, scorers: [], picker: createLeastLoadedPicker(d.random), learns: false };
+    case 'session-hash': return { filters: serving, scorers: [], picker: createSessionHashPicker(d.options), learns: false, stateful: false };
+    case 'round-robin': return { filters: serving, scorers: [], picker: createRoundRobinPicker(), learns: false, stateful: false };
+    case 'least-loaded': return { filters: serving, scorers: [], picker: createLeastLoadedPicker(d.random), learns: false, stateful: false };
   }
 }

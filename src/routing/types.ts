@@ -10,6 +10,14 @@ import type { Drift } from './drift.js';
 export const ROUTE_REASONS = ['pinned', 'prefix', 'placed', 'spill', 'failover', 'round-robin', 'least-loaded', 'hash'] as const;
 export type RouteReason = (typeof ROUTE_REASONS)[number];
 
+/**
+ * Why a request that needs a stored response (Responses API) could not go to the replica holding
+ * it: the replica is down, draining, or no longer in the fleet; or the gateway never saw the id
+ * (another gateway's before it was shared, a restart, an expired record). Bounded: a metric label.
+ */
+export const STATE_LOST_REASONS = ['down', 'draining', 'removed', 'unknown'] as const;
+export type StateLostReason = (typeof STATE_LOST_REASONS)[number];
+
 /** What routing may read of one replica at decision time (owned here; fleet/registry keeps it up to date). */
 export interface ReplicaView {
   readonly name: string;
@@ -90,6 +98,11 @@ export interface Composition {
   readonly picker: Picker;
   /** Record prefixes, pins and costs of served requests (the baselines ignore them). */
   readonly learns: boolean;
+  /**
+   * A request that needs a stored response goes to the replica holding it, whatever its load
+   * (stored-responses.ts); the ids of the responses served are recorded. The baselines do not.
+   */
+  readonly stateful: boolean;
 }
 
 /**
@@ -105,6 +118,8 @@ export interface ServedOutcome {
   readonly replicaTtftMs: number | null;
   readonly promptTokens: number | null;
   readonly cachedTokens: number | null;
+  /** Responses API: the id of the response the replica produced (and stores). */
+  readonly responseId?: string | null;
 }
 
 export interface Router {
@@ -118,6 +133,8 @@ export interface Router {
   lastDrift(key: string): Drift | null;
   /** Admin: remove a session's pin; true if there was one. */
   unpin(key: string): boolean;
+  /** Admin: the replica recorded as holding a stored response, if any. */
+  storedResponse(id: string): SessionInfo | null;
   /** Number of live pins per replica (for /admin/replicas). */
   pinsByReplica(): ReadonlyMap<string, number>;
   /** A replica left the fleet or restarted: its cache is gone, forget what routing believed it held. */
@@ -144,4 +161,6 @@ export interface RouterStats {
   readonly costByReplica: ReadonlyMap<string, ReplicaCost>;
   /** Learned ratio of reported prompt tokens to the gateway's estimate (1 until usage is seen). */
   readonly tokenScale: number;
+  /** Stored-response records (response id → replica) this gateway holds. */
+  readonly responseRecords: number;
 }

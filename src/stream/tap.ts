@@ -5,8 +5,9 @@ export type { Usage };
 
 /**
  * A passive reader of the response bytes on their way to the client: it never changes or holds
- * back a byte. It notes the first generated token (what TTFT ends on), `data: [DONE]` and the
- * usage the replica reported.
+ * back a byte. It notes the first generated token (what TTFT ends on), the end of the stream
+ * (`data: [DONE]`, or a Responses API stream's final event), the usage the replica reported, and
+ * for the Responses API the id of the response relayed (its replica stores it).
  */
 export interface Tap {
   /** Reads one chunk as it is relayed; true when this chunk carries the first token. */
@@ -15,29 +16,66 @@ export interface Tap {
   end(): void;
   readonly done: boolean;
   readonly usage: Usage | null;
+  /** Responses API: the id of the response relayed (null when not one, or not found). */
+  readonly responseId: string | null;
 }
 
 // A token is a non-empty `content` or `text` string, or a `tool_calls` entry; the role-only first
 // chunk (`"content":""`) is not one.
 const TOKEN = /"(?:content|text)"\s*:\s*"[^"]|"tool_calls"\s*:\s*\[\s*\{/;
 
+// Responses API events. The event's type is its SSE `event:` name (vLLM and OpenAI send one);
+// without it, the data's `"type":"response.…"` (nested items' types never start with `response.`).
+const EVENT_TYPE = /"type"\s*:\s*"(response\.[\w.]+)"/;
+const NON_EMPTY_DELTA = /"delta"\s*:\s*"[^"]/;
+const FUNCTION_CALL_ITEM = /"type"\s*:\s*"function_call"/;
+/** response.created's object leads with its id (vLLM and OpenAI both dump `id` first). */
+const CREATED_ID = /"response"\s*:\s*\{[^]*?"id"\s*:\s*"([^"\\]{1,256})"/;
+
+/** Whether a Responses event carries the first output: text, a function call's item or its arguments. */
+function isFirstOutput(type: string, data: string): boolean {
+  switch (type) {
+    case 'response.output_text.delta': return NON_EMPTY_DELTA.test(data);
+    case 'response.function_call_arguments.delta': return true;
+    case 'response.output_item.added': return FUNCTION_CALL_ITEM.test(data);
+    default: return false;
+  }
+}
+
 /**
  * An SSE stream: read event by event (stream/sse-events.ts), one character per byte since every
  * marker looked for is ASCII; JSON is never parsed here.
  */
-function sseTap(): Tap {
+function sseTap(responses: boolean): Tap {
   let first = false;
   let chunkHasFirst = false;
   let done = false;
+  let responseId: string | null = null;
   // The usage is in the last event before [DONE] (chat, completions) or in the last event of the
   // stream (response.completed): only that one is read for it, not every event.
   let last: string | null = null;
-  const events: SseEvents = createSseEvents((e) => {
-    if (done) return;
-    const data = e.data;
+  const chatEvent = (data: string) => {
     if (data === '[DONE]') { done = true; return; }
     if (!first && TOKEN.test(data)) { first = true; chunkHasFirst = true; }
     last = data;
+  };
+  const responsesEvent = (name: string | undefined, data: string) => {
+    const type = name !== undefined && name !== '' ? name : EVENT_TYPE.exec(data)?.[1] ?? '';
+    if (type === 'response.created') {
+      responseId = CREATED_ID.exec(data)?.[1] ?? null;
+    } else if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
+      // The final object, with the usage; nothing after it is part of the response.
+      last = data;
+      done = true;
+    } else if (!first && isFirstOutput(type, data)) {
+      first = true;
+      chunkHasFirst = true;
+    }
+  };
+  const events: SseEvents = createSseEvents((e) => {
+    if (done) return;
+    if (responses) responsesEvent(e.event, e.data);
+    else chatEvent(e.data);
   }, { bytes: 'latin1' });
   let usage: Usage | null = null;
   let ended = false;
@@ -61,21 +99,31 @@ function sseTap(): Tap {
     },
     get done() { return done; },
     get usage() { return usage; },
+    get responseId() { return responseId; },
   };
 }
 
 /** How much of a JSON body's end is kept to read its usage from (vLLM puts usage last). */
 const TAIL_BYTES = 4096;
+/** How much of a JSON body's start is kept to read a Responses API object's id from. */
+const HEAD_BYTES = 512;
+/** A response object leads with its id (`{"id":"resp_…"`). */
+const BODY_ID = /^\s*\{\s*"id"\s*:\s*"([^"\\]{1,256})"/;
 
 /** A whole (JSON) body: its first byte is the first thing a client can use. */
-function bodyTap(): Tap {
+function bodyTap(responses: boolean): Tap {
   let seen = false;
   let tail: Buffer | null = null;
+  let head: Buffer | null = null;
   let usage: Usage | null = null;
+  let responseId: string | null = null;
   return {
     scan(chunk) {
       const isFirst = !seen && chunk.length > 0;
       if (isFirst) seen = true;
+      if (responses && (head === null || head.length < HEAD_BYTES)) {
+        head = head === null ? chunk.subarray(0, HEAD_BYTES) : Buffer.concat([head, chunk.subarray(0, HEAD_BYTES - head.length)]);
+      }
       if (chunk.length >= TAIL_BYTES) tail = chunk.subarray(chunk.length - TAIL_BYTES);
       else if (chunk.length > 0) {
         const joined = tail === null ? chunk : Buffer.concat([tail, chunk]);
@@ -85,13 +133,17 @@ function bodyTap(): Tap {
     },
     end() {
       if (tail !== null) usage = usageIn(tail.toString('latin1'));
+      if (head !== null) responseId = BODY_ID.exec(head.toString('latin1'))?.[1] ?? null;
       tail = null;
+      head = null;
     },
     get done() { return false; },
     get usage() { return usage; },
+    get responseId() { return responseId; },
   };
 }
 
-export function createTap(sse: boolean): Tap {
-  return sse ? sseTap() : bodyTap();
+/** `responses`: the body answers POST /v1/responses (its events and object have their own shapes). */
+export function createTap(sse: boolean, responses = false): Tap {
+  return sse ? sseTap(responses) : bodyTap(responses);
 }

@@ -44,6 +44,10 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     // Filled at scrape time by the gateway (server.ts): counting pins walks the session store.
     sessionsPinned: new Gauge({ name: 'warmroute_sessions_pinned', help: 'Live session pins per replica (the affinity balance across replicas).', labelNames: ['replica'] as const, registers }),
     prefixEntries: new Gauge({ name: 'warmroute_prefix_index_entries', help: 'Entries (chain link × replica) in the prefix index.', registers }),
+    stateLost: new Counter({ name: 'warmroute_state_lost_total', help: 'Requests that needed a stored response (Responses API previous_response_id, /v1/responses/{id}) and could not go to the replica holding it, by reason: down, draining, removed (from the fleet), unknown (an id this gateway never saw: routed as usual).', labelNames: ['reason'] as const, registers }),
+    responseIdsUnread: new Counter({ name: 'warmroute_response_ids_unread_total', help: 'Stored Responses API responses relayed whose id the gateway could not read (not in response.created, nor leading the JSON body): follow-ups to them are routed as unknown.', registers }),
+    // Filled at scrape time, like the pins.
+    responseRecords: new Gauge({ name: 'warmroute_response_records', help: 'Stored-response records (response id → replica) this gateway holds.', registers }),
   };
 }
 

@@ -69,6 +69,8 @@ export interface Outcome {
   upstreamError: string | null;
   /** The stream broke off and was continued on another replica (resume.enabled). */
   resumed: boolean;
+  /** Responses API: the id of the response relayed, as the tap read it. */
+  responseId: string | null;
 }
 
 /**
@@ -83,7 +85,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
   const ranked = decision.ranked;
   const maxAttempts = Math.min(ranked.length, config.limits.maxRetries + 1);
 
-  const out: Outcome = { ending: 'failed', status: 0, replica: null, reason: decision.reason, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null, resumed: false };
+  const out: Outcome = { ending: 'failed', status: 0, replica: null, reason: decision.reason, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null, resumed: false, responseId: null };
   let replica: ReplicaState | null = null;
   let admitted = false;
   let abortUpstream: ((e: Error) => void) | null = null;
@@ -109,6 +111,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
       tap.end();
       out.usage = tap.usage;
       out.done = tap.done;
+      out.responseId = tap.responseId;
     }
     resolveDone(out);
   }
@@ -194,7 +197,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
         }
         const h = clientResponseHeaders(headers as Record<string, string | string[] | undefined>);
         out.sse = h.contentType.startsWith('text/event-stream');
-        tap = createTap(out.sse);
+        tap = createTap(out.sse, ex.identity.kind === 'responses');
         out.status = status;
         // An event stream goes out chunked whatever the replica framed it with: if the replica
         // fails mid-way, an error event can still be added (stream/interrupt.ts).

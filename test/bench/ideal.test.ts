@@ -4,6 +4,7 @@ import { startReplica } from '../../bench/sim/index.js';
 import { createPrefixCacheModel, generatedIds, idealHits, promptIds, type SentRequest } from '../../bench/voice/ideal.js';
 import { runStrategy } from '../../bench/voice/run.js';
 import { buildWorkload } from '../../bench/voice/workload.js';
+import { FAST } from '../sim/helpers.js';
 
 const seq = (n: number, from = 1000) => Array.from({ length: n }, (_, i) => from + i);
 
@@ -70,6 +71,30 @@ test('the ideal model predicts exactly what a dedicated simulated replica report
       assert.equal(generatedIds(s.content, s.toolCall, s.finishReason).length, r.completionTokens, `generated tokens of request ${i}`);
     });
     assert.ok(ideal.hitRate > 0.5);
+  } finally {
+    await replica.close();
+  }
+});
+
+test('over the Responses API too: the replica renders what the client mirrors, keyed (previous_response_id) and keyless (history resent), tool turns included', async () => {
+  // Timing does not change what is cached: the fast knobs keep this test short.
+  const replica = await startReplica({ ...FAST, outputTokens: { min: 30, max: 90 } });
+  try {
+    // Session 0 keyed (header), session 1 keyless: both dialogue shapes, one replica each in turn.
+    const workload = buildWorkload({ sessions: 2, turns: 6, toolTurnShare: 0.6, keylessShare: 0.5, bodyKeyShare: 0, thinkMs: [0, 0], startSpreadMs: 0, systemTokens: [600, 900], seed: 3 });
+    assert.deepEqual(workload.sessions.map((s) => s.keyMode).sort(), ['header', 'none']);
+    for (const session of workload.sessions) {
+      const one = { ...workload, sessions: [{ ...session, index: 0 }] };
+      const run = await runStrategy({ url: replica.url, strategy: 'direct', api: 'responses', workload: one, maxDurationMs: 20_000, requestTimeoutMs: 10_000 });
+      assert.ok(run.records.every((r) => r.ok), JSON.stringify(run.records.map((r) => r.error)));
+      assert.ok(run.records.some((r) => r.toolCall), 'the plan has tool turns');
+      const ideal = idealHits(run.sent);
+      run.records.forEach((r, i) => {
+        assert.equal(ideal.prompt[i], r.promptTokens, `${session.keyMode}: prompt tokens of request ${i}`);
+        assert.equal(ideal.cached[i], r.cachedTokens, `${session.keyMode}: cached tokens of request ${i}`);
+      });
+      replica.reset();
+    }
   } finally {
     await replica.close();
   }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isWarmrouteError } from '../../src/errors.js';
-import { DEFAULT_IDENTITY_OPTIONS, identify, sessionKeyOf, type IdentityOptions } from '../../src/identify/identity.js';
+import { DEFAULT_IDENTITY_OPTIONS, identify, sessionKeyOf, validateBody, type IdentityOptions } from '../../src/identify/identity.js';
 import { MESSAGE_OVERHEAD_TOKENS } from '../../src/identify/chain.js';
 import { chatIdentity, conversation, prng } from '../routing/helpers.js';
 
@@ -180,5 +180,70 @@ describe('identity: session key', () => {
       assert.equal(e.param, 'prompt_cache_key');
       return true;
     });
+  });
+});
+
+describe('identity: Responses API (/v1/responses)', () => {
+  const O = DEFAULT_IDENTITY_OPTIONS;
+  const INSTRUCTIONS = 'You are the clinic\'s voice agent. Keep answers short.';
+  const resp = (input: unknown, extra: Record<string, unknown> = {}, headers: Record<string, string> = {}) =>
+    identify('responses', { model: 'm', instructions: INSTRUCTIONS, input, ...extra }, headers, O);
+  // What the SDK sends back: the output item of the previous response, id and status included.
+  const answer = (text: string) => ({ id: `msg_${text.length}`, type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] });
+
+  it('a keyless store:false conversation that resends its history extends its own chain, from a string first turn', () => {
+    const t1 = resp('I need an appointment.', { store: false });
+    const history = [{ role: 'user', content: 'I need an appointment.' }, answer('When would suit you?'), { type: 'message', role: 'user', content: 'Tomorrow.' }];
+    const t2 = resp(history, { store: false });
+    assert.equal(t1.chain.length, 1);
+    assert.equal(t2.chain.length, 3);
+    assert.deepEqual(t2.chain.slice(0, 1), t1.chain);
+    const t3 = resp([...history, answer('Nine or ten?'), { role: 'user', content: 'Nine.' }], { store: false });
+    assert.deepEqual(t3.chain.slice(0, 3), t2.chain);
+    assert.equal(t3.placementKey, t1.placementKey, 'the first user turn places the whole conversation');
+    assert.ok(t3.sharedTokens > 0 && t3.sharedTokens < t3.promptTokens, 'instructions are the shared part');
+    assert.equal(t3.storesResponse, false);
+    assert.equal(t3.storedResponseId, null);
+  });
+
+  for (const [field, extra] of [['model', { model: 'other' }], ['instructions', { instructions: `${INSTRUCTIONS}!` }], ['tools', { tools: [{ type: 'function', name: 'book' }] }], ['cache_salt', { cache_salt: 'b' }], ['text format', { text: { format: { type: 'json_object' } } }]] as const) {
+    it(`${field} changes the seed, hence every link`, () => {
+      const a = resp([{ role: 'user', content: 'x' }, { role: 'user', content: 'y' }]).chain;
+      const b = resp([{ role: 'user', content: 'x' }, { role: 'user', content: 'y' }], extra).chain;
+      for (let i = 0; i < a.length; i++) assert.notEqual(a[i], b[i]);
+    });
+  }
+
+  it('function calls and their outputs are links of their own; an item id does not change a link', () => {
+    const call = { type: 'function_call', id: 'fc_1', call_id: 'call_1', name: 'book', arguments: '{"day":"mon"}', status: 'completed' };
+    const out = { type: 'function_call_output', call_id: 'call_1', output: '{"ok":true}' };
+    const a = resp([{ role: 'user', content: 'book it' }, call, out]);
+    const b = resp([{ role: 'user', content: 'book it' }, { ...call, id: 'fc_other' }, out]);
+    assert.deepEqual(a.chain, b.chain);
+    const c = resp([{ role: 'user', content: 'book it' }, { ...call, arguments: '{"day":"tue"}' }, out]);
+    assert.notEqual(a.chain[1], c.chain[1]);
+  });
+
+  it('previous_response_id: the stored response is what routes it, no chain (its prompt is on the replica); store defaults to true', () => {
+    const id = resp('next please', { previous_response_id: 'resp_123' }, { 'x-session-id': 's1' });
+    assert.equal(id.storedResponseId, 'resp_123');
+    assert.deepEqual(id.chain, []);
+    assert.equal(id.promptTokens, 0, 'no estimate: the cost model must not learn the token scale from it');
+    assert.equal(id.placementKey, null);
+    assert.equal(id.storesResponse, true);
+    assert.equal(id.sessionKey, 's1');
+    assert.equal(resp('x', { prompt_cache_key: 'pk' }).sessionKey, 'pk', 'prompt_cache_key is a session key here too');
+    assert.equal(resp('x', { previous_response_id: '' }).storedResponseId, null);
+  });
+
+  it('fields routing reads are checked: input, store, previous_response_id (type and length)', () => {
+    const bad: [Record<string, unknown>, string][] = [
+      [{ input: 42 }, 'input'], [{ input: 'x', store: 'yes' }, 'store'], [{ input: 'x', previous_response_id: 7 }, 'previous_response_id'],
+    ];
+    for (const [body, param] of bad) {
+      assert.throws(() => validateBody('responses', { model: 'm', ...body }, O), (e: unknown) => isWarmrouteError(e) && e.statusCode === 400 && e.param === param);
+    }
+    assert.throws(() => resp('x', { previous_response_id: `resp_${'a'.repeat(300)}` }), (e: unknown) => isWarmrouteError(e) && e.param === 'previous_response_id');
+    validateBody('responses', { model: 'm', input: [], previous_response_id: null, store: null }, O);
   });
 });

@@ -48,6 +48,7 @@ export function keyIdentity(key: string | null): RequestIdentity {
   return {
     kind: 'chat', model: 'm', sessionKey: key, sessionKeySource: key === null ? null : 'header:x-session-id',
     chain: [], seed: '', firstUser: -1, chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0,
+    storedResponseId: null, storesResponse: false,
   };
 }
 

@@ -84,3 +84,93 @@ describe('sse tap', () => {
   });
 });
 
+
+describe('sse tap: Responses API streams', () => {
+  // vLLM's shapes: pydantic dumps each event's fields in declaration order, `type` last.
+  const rev = (type: string, fields: object, named = true) => `${named ? `event: ${type}\n` : ''}data: ${JSON.stringify({ ...fields, sequence_number: 0, type })}\n\n`;
+  const obj = (status: string, usage: object | null = null) => ({ id: 'resp_abc123', created_at: 1, instructions: 'Say "text": "hi"', output: [], status, text: null, tools: [{ type: 'function', name: 'f' }], usage });
+  const stream = (named = true) => [
+    rev('response.created', { response: obj('in_progress') }, named),
+    rev('response.in_progress', { response: obj('in_progress') }, named),
+    rev('response.output_item.added', { item: { id: 'msg_1', content: [], role: 'assistant', status: 'in_progress', type: 'message' }, output_index: 0 }, named),
+    rev('response.content_part.added', { content_index: 0, item_id: 'msg_1', output_index: 0, part: { annotations: [], text: '', type: 'output_text' } }, named),
+    rev('response.output_text.delta', { content_index: 0, delta: '', item_id: 'msg_1', logprobs: [], output_index: 0 }, named),
+    rev('response.output_text.delta', { content_index: 0, delta: 'Hel', item_id: 'msg_1', logprobs: [], output_index: 0 }, named),
+    rev('response.output_text.delta', { content_index: 0, delta: 'lo', item_id: 'msg_1', logprobs: [], output_index: 0 }, named),
+    rev('response.output_text.done', { content_index: 0, item_id: 'msg_1', logprobs: [], output_index: 0, text: 'Hello' }, named),
+    rev('response.completed', { response: obj('completed', { input_tokens: 900, input_tokens_details: { cached_tokens: 768 }, output_tokens: 2, total_tokens: 902 }) }, named),
+  ];
+  const feedResponses = (parts: string[], cuts?: number[]) => {
+    const text = parts.join('');
+    const tap = createTap(true, true);
+    const bounds = cuts ? [0, ...cuts, text.length] : [0, ...parts.map((_, i) => parts.slice(0, i + 1).join('').length)];
+    let firstAt = -1;
+    for (let i = 0; i + 1 < bounds.length; i++) if (tap.scan(Buffer.from(text.slice(bounds[i], bounds[i + 1]))) && firstAt < 0) firstAt = i;
+    tap.end();
+    return { tap, firstAt };
+  };
+
+  it('the first token is the first non-empty output_text.delta (not the instructions, the empty part or delta); the id from response.created; usage and the end from response.completed', () => {
+    for (const named of [true, false]) {
+      const { tap, firstAt } = feedResponses(stream(named));
+      assert.equal(firstAt, 5, named ? 'with event: lines' : 'data only');
+      assert.equal(tap.responseId, 'resp_abc123');
+      assert.deepEqual(tap.usage, { promptTokens: 900, completionTokens: 2, cachedTokens: 768 });
+      assert.equal(tap.done, true);
+    }
+  });
+
+  it('OpenAI\'s order (type first) and a function call: the call\'s item is the first output', () => {
+    const oa = (type: string, fields: object) => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: 0, ...fields })}\n\n`;
+    const parts = [
+      oa('response.created', { response: { id: 'resp_oa', object: 'response', output: [] } }),
+      oa('response.output_item.added', { output_index: 0, item: { id: 'fc_1', type: 'function_call', name: 'book', arguments: '', call_id: 'call_1' } }),
+      oa('response.function_call_arguments.delta', { item_id: 'fc_1', output_index: 0, delta: '{"day"' }),
+      oa('response.completed', { response: { id: 'resp_oa', usage: { input_tokens: 50, input_tokens_details: { cached_tokens: 0 }, output_tokens: 9 } } }),
+    ];
+    const { tap, firstAt } = feedResponses(parts);
+    assert.equal(firstAt, 1);
+    assert.equal(tap.responseId, 'resp_oa');
+    assert.deepEqual(tap.usage, { promptTokens: 50, completionTokens: 9, cachedTokens: 0 });
+  });
+
+  it('any split gives the same first token, id and usage; a chat tap would only see a token at output_text.done', () => {
+    const chatTap = createTap(true);
+    let chatFirst = -1;
+    stream().forEach((p, i) => { if (chatTap.scan(Buffer.from(p)) && chatFirst < 0) chatFirst = i; });
+    assert.equal(chatFirst, 7, 'the chat markers miss the deltas: TTFT would end with the whole answer');
+    const text = stream().join('');
+    const tokenEvent = stream().slice(0, 6).join('').length;
+    fc.assert(fc.property(fc.uniqueArray(fc.integer({ min: 1, max: text.length - 1 }), { maxLength: 12 }), (raw) => {
+      const cuts = [...raw].sort((a, b) => a - b);
+      const { tap, firstAt } = feedResponses([text], cuts);
+      assert.equal(firstAt, [0, ...cuts].filter((c) => c < tokenEvent).length - 1);
+      assert.equal(tap.responseId, 'resp_abc123');
+      assert.equal(tap.usage?.cachedTokens, 768);
+    }), { numRuns: 200 });
+  });
+
+  it('a stream cut before response.completed: no usage, not done, the id still known', () => {
+    const { tap } = feedResponses(stream().slice(0, 7));
+    assert.equal(tap.responseId, 'resp_abc123');
+    assert.equal(tap.usage, null);
+    assert.equal(tap.done, false);
+  });
+
+  it('a JSON response object: its leading id (split in tiny chunks), usage from its end; not read for other routes', () => {
+    const body = JSON.stringify({ id: 'resp_json1', object: 'response', output: [{ type: 'message', content: [{ type: 'output_text', text: 'x' }] }], usage: { input_tokens: 40, input_tokens_details: { cached_tokens: 32 }, output_tokens: 3 }, user: null });
+    const tap = createTap(false, true);
+    for (let i = 0; i < body.length; i += 3) tap.scan(Buffer.from(body.slice(i, i + 3)));
+    tap.end();
+    assert.equal(tap.responseId, 'resp_json1');
+    assert.deepEqual(tap.usage, { promptTokens: 40, completionTokens: 3, cachedTokens: 32 });
+    const chat = createTap(false);
+    chat.scan(Buffer.from(body));
+    chat.end();
+    assert.equal(chat.responseId, null);
+    const error = createTap(false, true);
+    error.scan(Buffer.from('{"error":{"message":"x","id":"nope"}}'));
+    error.end();
+    assert.equal(error.responseId, null);
+  });
+});

@@ -1,0 +1,44 @@
+import type { SessionInfo, SessionStore } from '../store/types.js';
+import type { ReplicaView, StateLostReason } from './types.js';
+
+/**
+ * Where a stored response is, as routing sees it: its holder (up and taking new requests), or why
+ * the request cannot go there.
+ */
+export type Located =
+  | { readonly holder: ReplicaView; readonly warmTokens: number }
+  | { readonly holder: null; readonly lost: StateLostReason; readonly replica: string | null };
+
+/**
+ * Which replica stores each response the gateway relayed (the Responses API's `store`). vLLM keeps
+ * stored responses in the memory of the replica that produced them, so a request that names one
+ * (`previous_response_id`, /v1/responses/{id}) only works there: stickiness here is correctness.
+ *
+ * The records are a SessionStore of their own (response id → replica), bounded and TTL'd like the
+ * pins, and shared between gateways the same way when Redis is configured (under its own key
+ * prefix): reads are local, a new record is written and published.
+ */
+export interface StoredResponses {
+  locate(id: string, replicas: readonly ReplicaView[], now: number): Located;
+  /** A response `id` was served whole by `replica`, which now stores it. */
+  served(id: string, replica: string, warmTokens: number, now: number): void;
+  get(id: string, now: number): SessionInfo | null;
+  size(): number;
+}
+
+export function createStoredResponses(store: SessionStore): StoredResponses {
+  return {
+    locate(id, replicas, now) {
+      const rec = store.get(id, now);
+      if (rec === null) return { holder: null, lost: 'unknown', replica: null };
+      const r = replicas.find((x) => x.name === rec.replica);
+      if (r === undefined) return { holder: null, lost: 'removed', replica: rec.replica };
+      if (!r.up) return { holder: null, lost: 'down', replica: rec.replica };
+      if (r.draining) return { holder: null, lost: 'draining', replica: rec.replica };
+      return { holder: r, warmTokens: rec.warmTokens };
+    },
+    served: (id, replica, warmTokens, now) => store.pin(id, replica, warmTokens, now),
+    get: (id, now) => store.get(id, now),
+    size: () => store.size(),
+  };
+}
