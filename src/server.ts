@@ -8,7 +8,7 @@ import { performanceWarnings } from './config/load.js';
 import type { ResolvedConfig } from './config/schema.js';
 import { createDataPlaneServer } from './edge/listener.js';
 import { createPipeline } from './edge/pipeline.js';
-import { createHealth, type Health } from './fleet/health.js';
+import { createHealth, type Health, type HealthOptions } from './fleet/health.js';
 import { createRegistry, type Registry } from './fleet/registry.js';
 import { identityOptionsOf } from './identify/identity.js';
 import { createAdmission } from './queue/admission.js';
@@ -59,13 +59,8 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tlsByOrigin(config.upstreams) });
   const health = createHealth({
     registry, agent, metrics, log,
-    onRecovered: (name) => router.forgetReplica(name),
-    options: {
-      downBackoffMs: config.health.downBackoffMs,
-      probeIntervalMs: config.health.probeIntervalMs,
-      statsIntervalMs: config.health.statsIntervalMs,
-      probeTimeoutMs: Math.min(config.timeouts.connectMs, 2_000),
-    },
+    options: healthOptionsOf(config),
+    forget: (name) => router.forgetReplica(name),
   });
   const admission = createAdmission(config.limits.maxInflightPerReplica, config.timeouts.queueMs, metrics);
 
@@ -88,9 +83,11 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   // Routing state as gauges, computed when Prometheus scrapes rather than per request.
   const beforeScrape = () => {
     const pins = router.pinsByReplica();
+    const t = Date.now();
     for (const r of registry.replicas) {
       metrics.sessionsPinned.set({ replica: r.name }, pins.get(r.name) ?? 0);
       metrics.inflight.set({ replica: r.name }, r.inflight);
+      metrics.scrapeAge.set({ replica: r.name }, r.lastScrapeAt === null ? -1 : (t - r.lastScrapeAt) / 1000);
     }
     metrics.prefixEntries.set(router.stats().prefixEntries);
   };
@@ -146,6 +143,11 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       log.info('closed');
     },
   };
+}
+
+/** The fleet's health settings in a configuration. */
+export function healthOptionsOf(c: ResolvedConfig): HealthOptions {
+  return { ...c.health, prefixTtlMs: c.routing.options.prefixTtlMs, outlier: c.outlier };
 }
 
 const STORE_READY_TIMEOUT_MS = 2_000;

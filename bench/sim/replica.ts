@@ -177,8 +177,9 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
     if (!crashed || closed) return;
     crashed = false;
     faults.clear('crash');
-    // A restarted vLLM comes back with an empty KV cache.
+    // A restarted vLLM comes back with an empty KV cache, as a new process.
     engine.reset();
+    metrics.restarted();
     server.listen(port, cfg.host);
   };
 
@@ -190,6 +191,12 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
     fault(f) {
       if (f.kind === 'crash') return crash(f);
       if (f.kind === 'recover') return recover();
+      if (f.kind === 'restart') {
+        dropInFlight();
+        metrics.reset();
+        metrics.restarted();
+        return;
+      }
       if (f.kind === 'slow') engine.setSlowFactor(f.factor ?? 4);
       faults.set(f);
     },

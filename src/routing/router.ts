@@ -122,6 +122,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     pinsByReplica: () => store.countsByReplica(now()),
     forgetReplica(replica) {
       index.forgetReplica(replica);
+      store.forgetReplica(replica);
       moves.forgetReplica(replica);
       traffic.forget(replica);
     },

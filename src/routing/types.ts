@@ -115,7 +115,7 @@ export interface Router {
   unpin(key: string): boolean;
   /** Number of live pins per replica (for /admin/replicas). */
   pinsByReplica(): ReadonlyMap<string, number>;
-  /** A replica left the fleet or restarted: its cache is gone, forget what routing believed it held. */
+  /** A replica left the fleet or restarted: its cache is gone, forget what routing believed it held (prefix index, pins). */
   forgetReplica(replica: string): void;
   /** Routing state for /admin and gauges; cheap enough to call once per scrape, not per request. */
   stats(): RouterStats;

@@ -42,6 +42,16 @@ export function createMemorySessionStore(opts: MemoryStoreOptions): SessionStore
       }
       return counts;
     },
+    keysOn(replica, now) {
+      const out: string[] = [];
+      for (const s of pins.values()) if (s.replica === replica && !expired(s, now)) out.push(s.key);
+      return out;
+    },
+    forgetReplica(replica) {
+      let n = 0;
+      for (const [k, s] of pins) if (s.replica === replica && pins.delete(k)) n++;
+      return n;
+    },
     size: () => pins.size,
     close: async () => {},
   };

@@ -238,6 +238,9 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
       return had;
     },
     countsByReplica: (t) => local.countsByReplica(t),
+    keysOn: (replica, t) => local.keysOn(replica, t),
+    // Local only: every gateway sees the restart in the replica's /metrics itself.
+    forgetReplica: (replica) => local.forgetReplica(replica),
     size: () => local.size(),
     async ready() {
       await Promise.all([whenReady(main), whenReady(sub), subscribed]);

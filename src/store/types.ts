@@ -17,6 +17,10 @@ export interface SessionStore {
   pin(key: string, replica: string, warmTokens: number, now: number): void;
   unpin(key: string): boolean;
   countsByReplica(now: number): Map<string, number>;
+  /** Keys of the live pins on a replica (a drain moves each of them). */
+  keysOn(replica: string, now: number): string[];
+  /** Drops this gateway's pins on a replica whose cache is gone; returns how many. */
+  forgetReplica(replica: string): number;
   size(): number;
   close(): Promise<void>;
   /** Resolves once a shared store is connected; absent for local-only stores. */
