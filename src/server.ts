@@ -8,7 +8,9 @@ import { performanceWarnings } from './config/load.js';
 import type { ResolvedConfig } from './config/schema.js';
 import { createDataPlaneServer } from './edge/listener.js';
 import { createPipeline } from './edge/pipeline.js';
-import { createHealth, type Health, type HealthOptions } from './fleet/health.js';
+import type { AddressResolver } from './fleet/discovery.js';
+import { createFleet, type Fleet } from './fleet/fleet.js';
+import type { Health } from './fleet/health.js';
 import { createRegistry, type Registry } from './fleet/registry.js';
 import { identityOptionsOf } from './identify/identity.js';
 import { createAdmission } from './queue/admission.js';
@@ -27,6 +29,8 @@ export interface GatewayDeps {
   store?: SessionStore;
   /** Default-process metrics (GC, event loop); off in tests that run many gateways. */
   defaultMetrics?: boolean;
+  /** DNS for dns:// upstreams (tests); otherwise node's resolver with discovery.servers. */
+  resolver?: AddressResolver;
 }
 
 export interface Gateway {
@@ -36,6 +40,7 @@ export interface Gateway {
   readonly router: Router;
   readonly metrics: Metrics;
   readonly health: Health;
+  readonly fleet: Fleet;
   readonly store: SessionStore;
   readonly agent: Agent;
   readonly log: Logger;
@@ -44,7 +49,21 @@ export interface Gateway {
   /** Stops taking requests, lets open exchanges finish (up to drainMs), then closes everything. */
   close(): Promise<void>;
   readonly draining: () => boolean;
+  /**
+   * A reloaded configuration (SIGHUP, file change), already validated: replicas added or removed,
+   * limits, timeouts, routing options, fleet settings, log level. Open streams are untouched.
+   * Settings that only apply at start are named in a warning.
+   */
+  reconfigure(next: ResolvedConfig): void;
 }
+
+/** Keys a reload cannot change in a running gateway: listeners, the session store, the strategy, bounds sized at start. */
+const FIXED_AT_START: ((c: ResolvedConfig) => unknown)[] = [
+  (c) => c.listen, (c) => c.admin, (c) => c.redis, (c) => c.routing.strategy, (c) => c.routing.maxSessions,
+  (c) => c.routing.sessionTtlMs, (c) => c.routing.options.prefixMaxEntries, (c) => c.routing.options.prefixTtlMs,
+  (c) => c.routing.options.prior, (c) => c.timeouts.connectMs, (c) => c.handoff.maxTotalBytes, (c) => c.handoff.maxPromptBytes, (c) => c.warmup.maxBytes,
+];
+const FIXED_NAMES = ['listen', 'admin', 'redis', 'routing.strategy', 'routing.maxSessions', 'routing.sessionTtlMs', 'routing.options.prefixMaxEntries', 'routing.options.prefixTtlMs', 'routing.options.prior', 'timeouts.connectMs', 'handoff.maxTotalBytes', 'handoff.maxPromptBytes', 'warmup.maxBytes'];
 
 /** The composition root: every part of the gateway built once, from the configuration. */
 export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Gateway {
@@ -57,28 +76,28 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     : createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs }));
   const router = createRouter(config.routing.strategy, { store, options: config.routing.options });
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tlsByOrigin(config.upstreams) });
-  const health = createHealth({
-    registry, agent, metrics, log,
-    options: healthOptionsOf(config),
-    forget: (name) => router.forgetReplica(name),
-  });
+  const fleet = createFleet({ config, registry, router, store, agent, metrics, log, resolver: deps.resolver });
+  const { health } = fleet;
   const admission = createAdmission(config.limits.maxInflightPerReplica, config.timeouts.queueMs, metrics);
 
   let draining = false;
   const isDraining = () => draining;
   const open = new Set<Promise<unknown>>();
 
-  const handle = createPipeline({
+  // Read per request: a reload replaces `config` and `identity` here.
+  const pipeline = {
     agent, admission, health, metrics, config, registry, router, log,
     byName: registry.byName,
     recorder: createRecorder({ metrics, log, router }),
     identity: identityOptionsOf(config),
     draining: isDraining,
-    track(p) {
+    track(p: Promise<unknown>) {
       open.add(p);
       void p.finally(() => open.delete(p));
     },
-  });
+    served: fleet.served,
+  };
+  const handle = createPipeline(pipeline);
   const server = createDataPlaneServer(handle);
   // Routing state as gauges, computed when Prometheus scrapes rather than per request.
   const beforeScrape = () => {
@@ -91,7 +110,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     }
     metrics.prefixEntries.set(router.stats().prefixEntries);
   };
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape });
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, drains: fleet.drains });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
 
@@ -101,13 +120,24 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   };
 
   return {
-    server, admin, registry, router, metrics, health, store, agent, log,
+    server, admin, registry, router, metrics, health, fleet, store, agent, log,
     draining: isDraining,
+    reconfigure(next) {
+      const fixed = FIXED_NAMES.filter((_, i) => JSON.stringify(FIXED_AT_START[i](next)) !== JSON.stringify(FIXED_AT_START[i](pipeline.config)));
+      if (fixed.length) log.warn({ keys: fixed }, 'config reload: these settings apply only at start; the running values stay');
+      router.setOptions({ ...next.routing.options, prefixMaxEntries: pipeline.config.routing.options.prefixMaxEntries, prefixTtlMs: pipeline.config.routing.options.prefixTtlMs, prior: pipeline.config.routing.options.prior });
+      admission.setLimits(next.limits.maxInflightPerReplica, next.timeouts.queueMs);
+      fleet.reconfigure(next);
+      pipeline.config = next;
+      pipeline.identity = identityOptionsOf(next);
+      log.level = next.logging.level;
+      metrics.configReloads.inc({ result: 'applied' });
+      log.warn({ replicas: next.upstreams.map((u) => u.name) }, 'config reloaded');
+    },
     async listen() {
       if (store.ready) await waitReady(store.ready(), log);
-      await health.probeAll();
-      await health.scrapeAll();
-      health.start();
+      await fleet.init();
+      fleet.start();
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(config.listen.port, config.listen.host, () => { server.off('error', reject); resolve(); });
@@ -121,7 +151,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       if (draining) return;
       draining = true;
       metrics.draining.set(1);
-      health.stop();
+      fleet.stop();
       log.info({ open: open.size, drainMs: config.timeouts.drainMs }, 'draining: no new requests, waiting for open streams');
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
@@ -143,11 +173,6 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       log.info('closed');
     },
   };
-}
-
-/** The fleet's health settings in a configuration. */
-export function healthOptionsOf(c: ResolvedConfig): HealthOptions {
-  return { ...c.health, prefixTtlMs: c.routing.options.prefixTtlMs, outlier: c.outlier };
 }
 
 const STORE_READY_TIMEOUT_MS = 2_000;

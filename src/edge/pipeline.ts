@@ -9,7 +9,7 @@ import type { Recorder } from '../record/record.js';
 import { sessionTag } from '../record/record.js';
 import type { Router } from '../routing/types.js';
 import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
-import { forward, type ForwardDeps } from '../upstream/forward.js';
+import { forward, type ForwardDeps, type Outcome } from '../upstream/forward.js';
 import { discardBody, readBody } from './body.js';
 import { modelsBody } from './models.js';
 import { routeOf } from './routes.js';
@@ -25,6 +25,11 @@ export interface PipelineDeps extends ForwardDeps {
   readonly draining: () => boolean;
   /** Tracks open exchanges so a drain can wait for them. */
   track(p: Promise<unknown>): void;
+  /**
+   * Every exchange that reached its end, with the bytes received: fleet/ keeps keyed sessions' last
+   * prompts (drain handoff) and counts shared prefixes (deploy warmup). Must be cheap.
+   */
+  served?(identity: RequestIdentity, target: string, body: Buffer | null, ended: Outcome): void;
 }
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
@@ -50,8 +55,8 @@ function parseJson(body: Buffer): unknown {
  * by one error writer and recorded like any other request.
  */
 export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: ServerResponse) => void {
-  const { config, registry, router, recorder, log } = deps;
-  const bodyLimits = { maxBytes: config.limits.bodyBytes };
+  // deps.config and deps.identity are read per request: a config reload replaces them.
+  const { registry, router, recorder, log } = deps;
 
   function refuse(req: IncomingMessage, res: ServerResponse, path: string, clock: HopClock, identity: RequestIdentity | null, e: unknown) {
     const err: WarmrouteError = toWarmrouteError(e);
@@ -66,12 +71,17 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     clock.routed = nowMs();
     const method = req.method ?? 'GET';
     const exchange = forward({ req, res, method, target, body, identity, decision, clock, draining: deps.draining }, deps)
-      .then((ended) => recorder.record({ method, path, identity, clock, ended }));
+      .then((ended) => {
+        recorder.record({ method, path, identity, clock, ended });
+        deps.served?.(identity, target, body, ended);
+      });
     deps.track(exchange);
   }
 
   return function handle(req, res) {
     const clock = startClock();
+    const config = deps.config;
+    const bodyLimits = { maxBytes: config.limits.bodyBytes };
     let path = req.url ?? '';
     try {
       const target = requestTarget(req.url);

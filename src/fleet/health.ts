@@ -74,8 +74,8 @@ export function createHealth(deps: HealthDeps): Health {
   const { registry, agent, metrics, log } = deps;
   let options = deps.options;
   const timers: NodeJS.Timeout[] = [];
-  // Replicas never checked: their first check decides at once (no history to weigh).
-  const unchecked = new Set<string>(registry.replicas.map((r) => r.name));
+  // Replicas checked at least once; the first check decides at once (no history to weigh).
+  const probed = new WeakSet<ReplicaState>();
   // Replicas that joined at run time and are warmed once their first check passes.
   const joining = new Set<string>();
   // `replica what` pairs whose endpoint is failing. Warn on the transition into failure only (a
@@ -152,7 +152,8 @@ export function createHealth(deps: HealthDeps): Health {
       detail = (e as Error).message;
     }
     if (registry.byName(r.name) !== r) return; // left the fleet meanwhile
-    const decisive = unchecked.delete(r.name);
+    const decisive = !probed.has(r);
+    probed.add(r);
     if (ok) {
       r.checkFailures = 0;
       r.checkSuccesses++;
@@ -235,12 +236,10 @@ export function createHealth(deps: HealthDeps): Health {
       r.healthy = false;
       r.up = false;
       metrics.replicaUp.set({ replica: r.name }, 0);
-      unchecked.add(r.name);
       joining.add(r.name);
       await probe(r);
     },
     left(r) {
-      unchecked.delete(r.name);
       joining.delete(r.name);
       downCause.delete(r.name);
       failing.delete(`${r.name} models`);

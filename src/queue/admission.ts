@@ -10,6 +10,8 @@ export interface Admission {
   /** null when admitted at once (the common path: no promise, no await); else a wait. */
   acquire(r: ReplicaState): Promise<void> | null;
   release(r: ReplicaState): void;
+  /** A config reload: new limits for the next requests. */
+  setLimits(max: number, timeoutMs: number): void;
 }
 
 interface Waiter { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
@@ -43,6 +45,10 @@ export function createAdmission(max: number, timeoutMs: number, metrics: Metrics
         queue.push(w);
         metrics.queued.set({ replica: r.name }, queue.length);
       });
+    },
+    setLimits(m, t) {
+      max = m;
+      timeoutMs = t;
     },
     release(r) {
       r.inflight--;

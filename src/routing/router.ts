@@ -45,14 +45,14 @@ const NOTHING_WARM: ReadonlyMap<string, number> = new Map();
 export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const now = deps.now ?? Date.now;
   const random = deps.random ?? Math.random;
-  const o = resolveRoutingOptions(deps.options);
+  let o = resolveRoutingOptions(deps.options);
   const { store } = deps;
   const index = createPrefixIndex({ maxEntries: o.prefixMaxEntries, ttlMs: o.prefixTtlMs });
   const cost = createCostModel(o.prior, o.costForgetting);
   const traffic = createTraffic(o.trafficHalfLifeMs);
   const moves = createMoveLog(MAX_REMEMBERED);
   const broken = createBrokenSessions(MAX_REMEMBERED, o.prefixTtlMs);
-  const composition = compose(strategy, { options: o, cost, traffic, moves, random });
+  let composition = compose(strategy, { options: o, cost, traffic, moves, random });
   const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
 
   function context(identity: RequestIdentity, replicas: RouteContext['replicas'], t: number): RouteContext {
@@ -119,6 +119,11 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       return t - info.lastSeen > o.prefixTtlMs ? { ...info, warmTokens: 0 } : info;
     },
     unpin: (key) => store.unpin(key),
+    setOptions(input) {
+      // What was learned stays; the prefix index's bounds and the cost model's prior are fixed at start.
+      o = resolveRoutingOptions(input);
+      composition = compose(strategy, { options: o, cost, traffic, moves, random });
+    },
     pinsByReplica: () => store.countsByReplica(now()),
     forgetReplica(replica) {
       index.forgetReplica(replica);

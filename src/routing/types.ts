@@ -4,6 +4,7 @@
  */
 import type { RequestIdentity } from '../identify/identity.js';
 import type { SessionInfo } from '../store/types.js';
+import type { RoutingOptionsInput } from './options.js';
 
 /** Why a request went where it went. Bounded: used as a metric label. */
 export const ROUTE_REASONS = ['pinned', 'prefix', 'placed', 'spill', 'failover', 'round-robin', 'least-loaded', 'hash'] as const;
@@ -111,6 +112,8 @@ export interface Router {
   served(identity: RequestIdentity, outcome: ServedOutcome): void;
   /** Admin: the pin of a session key, if any. */
   session(key: string): SessionInfo | null;
+  /** A config reload: new knobs for the next decisions (throws on nonsense, like at start). */
+  setOptions(options: RoutingOptionsInput): void;
   /** Admin: remove a session's pin; true if there was one. */
   unpin(key: string): boolean;
   /** Number of live pins per replica (for /admin/replicas). */
