@@ -23,6 +23,11 @@ export interface Drains {
   /** Resolves once the drain's handoffs are over (at once if none runs). */
   settled(name: string): Promise<void>;
   undrain(name: string): boolean;
+  /**
+   * A keyed session's request that was in flight on a draining replica has just ended there (and
+   * re-pinned the session to it): hand it off too, with the prompt it just sent.
+   */
+  servedWhileDraining(name: string, key: string): void;
   setOptions(o: HandoffOptions): void;
 }
 
@@ -121,6 +126,17 @@ export function createDrains(deps: {
       deps.health.refresh(r);
       log.warn({ replica: name }, 'undrain: the replica takes new sessions again');
       return true;
+    },
+    servedWhileDraining(name, key) {
+      const r = registry.byName(name);
+      const p = r?.drain;
+      if (r === undefined || !r.draining || !p) return;
+      p.sessions++;
+      p.pending++;
+      p.finishedAt = null;
+      const done = handOff(r, p, key).finally(() => { if (p.pending === 0) p.finishedAt = Date.now(); });
+      const before = running.get(name) ?? Promise.resolve();
+      running.set(name, Promise.all([before, done]).then(() => {}));
     },
     setOptions(o) { options = o; },
   };

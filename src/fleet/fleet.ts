@@ -18,6 +18,7 @@ import { createWarmup, type Warmup } from './warmup.js';
 export interface ServedExchange {
   readonly ending: string;
   readonly status: number;
+  readonly replica: string | null;
 }
 
 /** Everything that keeps the fleet right while it changes under the gateway. */
@@ -79,7 +80,10 @@ export function createFleet(deps: {
     health, drains, membership, discovery, warmup, lastPrompts, hot,
     served(identity, target, body, ended) {
       if (body === null || ended.ending !== 'complete' || ended.status >= 400 || identity.kind === 'other') return;
-      if (identity.sessionKey !== null && config.handoff.enabled) lastPrompts.keep(identity.sessionKey, { target, body, identity });
+      if (identity.sessionKey !== null && config.handoff.enabled) {
+        lastPrompts.keep(identity.sessionKey, { target, body, identity });
+        if (ended.replica !== null && registry.byName(ended.replica)?.draining) drains.servedWhileDraining(ended.replica, identity.sessionKey);
+      }
       if (config.warmup.enabled) hot.seen(identity, target, body);
     },
     async init() {
