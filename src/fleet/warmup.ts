@@ -52,12 +52,16 @@ export function createWarmup(deps: {
     const deadline = t0 + options.timeoutMs;
     let ok = 0;
     let failed = 0;
+    let lastError: string | null = null;
     try {
       await pool(prefixes, options.concurrency, async (p) => {
         const left = deadline - performance.now();
-        const res = await replay(deps.agent, r, p.target, p.body, Math.max(1, left));
+        const res = await replay(deps.agent, r, p.target, p.body, Math.max(1, Math.floor(left)));
         if (res.ok) ok++;
-        else failed++;
+        else {
+          failed++;
+          lastError = res.error;
+        }
       }, () => performance.now() >= deadline || !r.warming);
     } finally {
       r.warming = false;
@@ -66,7 +70,7 @@ export function createWarmup(deps: {
     metrics.warmups.inc({ reason });
     const ms = Math.round(performance.now() - t0);
     const tokens = prefixes.reduce((s, p) => s + p.tokens, 0);
-    if (failed > 0 || ok < prefixes.length) log.warn({ replica: r.name, reason, prefixes: prefixes.length, ok, failed, tokens, ms }, 'warmup incomplete: the replica takes sessions anyway');
+    if (failed > 0 || ok < prefixes.length) log.warn({ replica: r.name, reason, prefixes: prefixes.length, ok, failed, tokens, ms, err: lastError }, 'warmup incomplete: the replica takes sessions anyway');
     else log.info({ replica: r.name, reason, prefixes: ok, tokens, ms }, 'warmup done: the replica takes sessions');
   }
 
