@@ -70,6 +70,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const log = deps.log ?? createLogger(config.logging.level);
   const metrics = createMetrics({ defaultMetrics: deps.defaultMetrics });
   for (const reason of ROUTE_REASONS) metrics.decisions.inc({ reason }, 0);
+  for (const result of ['applied', 'rejected']) metrics.configReloads.inc({ result }, 0);
   const registry = createRegistry(config.upstreams);
   const store = deps.store ?? (config.redis.url
     ? createRedisSessionStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
