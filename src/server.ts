@@ -75,6 +75,8 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const store = deps.store ?? (config.redis.url
     ? createRedisSessionStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
     : createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs }));
+  // The local store is always there; a shared one reports its own connection.
+  if (!config.redis.url) metrics.storeUp.set(1);
   const router = createRouter(config.routing.strategy, { store, options: config.routing.options });
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tlsByOrigin(config.upstreams) });
   const fleet = createFleet({ config, registry, router, store, agent, metrics, log, resolver: deps.resolver });
