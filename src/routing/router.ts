@@ -1,6 +1,6 @@
 import { STRATEGY_NAMES, type StrategyName } from '../config/schema.js';
 import type { RequestIdentity } from '../identify/identity.js';
-import type { SessionStore } from '../store/types.js';
+import { CONVERSATION_KEY, type SessionStore } from '../store/types.js';
 import { createBrokenSessions } from './broken-sessions.js';
 import { createCostModel } from './cost-model.js';
 import { runningOf } from './load.js';
@@ -68,7 +68,13 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       const w = Math.min(pin.warmTokens, identity.promptTokens);
       if (w > (warm.get(pin.replica) ?? 0)) warm.set(pin.replica, w);
     }
-    return { identity, replicas, now: t, pin, warm, avoid: broken.avoid(identity.sessionKey ?? identity.placementKey, t) };
+    const conversation = identity.sessionKey === null && identity.placementKey !== null ? store.get(CONVERSATION_KEY + identity.placementKey, t) : null;
+    // Its warm prefix there counts too, as a pin's does.
+    if (conversation !== null && t - conversation.lastSeen <= o.prefixTtlMs) {
+      const w = Math.min(conversation.warmTokens, identity.promptTokens);
+      if (w > (warm.get(conversation.replica) ?? 0)) warm.set(conversation.replica, w);
+    }
+    return { identity, replicas, now: t, pin, warm, avoid: broken.avoid(identity.sessionKey ?? identity.placementKey, t), conversation };
   }
 
   return {
@@ -100,7 +106,11 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       index.record(identity.chain, identity.chainTokens, outcome.replica, t);
       traffic.served(outcome.replica, t);
       if (identity.sessionKey !== null) store.pin(identity.sessionKey, outcome.replica, identity.promptTokens, t);
-      else if (identity.placementKey !== null) moves.served(identity.placementKey, outcome.replica, t);
+      else if (identity.placementKey !== null) {
+        moves.served(identity.placementKey, outcome.replica, t);
+        // Shared (through a shared store) so that another gateway serving the next turn finds it.
+        store.pin(CONVERSATION_KEY + identity.placementKey, outcome.replica, identity.promptTokens, t);
+      }
       if (outcome.promptTokens !== null) cost.observeTokens(identity.promptTokens, outcome.promptTokens);
       if (outcome.replicaTtftMs === null) return;
       const s = seen.get(identity)?.get(outcome.replica);

@@ -46,6 +46,12 @@ export interface RouteContext extends RouteRequest {
   readonly warm: ReadonlyMap<string, number>;
   /** The replica this session's last request failed on after its first byte: placed elsewhere now. */
   readonly avoid: string | null;
+  /**
+   * Keyless requests: where this conversation (by its placement key) was last served, as every
+   * gateway sharing the store knows it. It stands in for the prefix index when this gateway has
+   * not seen the conversation's earlier turns (they went through another gateway).
+   */
+  readonly conversation?: SessionInfo | null;
 }
 
 /** Narrows the candidate set; never reorders. */

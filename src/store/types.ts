@@ -9,6 +9,14 @@ export interface SessionInfo {
 }
 
 /**
+ * Prefix of the store keys that pin keyless conversations (by placement key) rather than keyed
+ * sessions: a NUL, which no header value holds. Not counted as pinned sessions, not handed off.
+ */
+export const CONVERSATION_KEY = '\u0000conv:';
+
+export const isConversationKey = (key: string) => key.startsWith(CONVERSATION_KEY);
+
+/**
  * Where session pins live. Reads are synchronous (a local view); a shared implementation keeps the
  * local view fresh in the background and writes through without making the request wait.
  */
