@@ -85,8 +85,10 @@ type Client = (Redis | Cluster) & { wrPlace(key: string, value: string, since: s
  *
  * Placement is deterministic (rendezvous), so gateways already agree on every session that has not
  * moved; only moves (spill, failover, a new pin) need sharing. A move is written
- * (`SET <prefix>sess:<key> replica|since|warmTokens PX ttl`) and published on `<prefix>pins`;
- * every other gateway applies it to its view at once. A turn on an unmoved pin costs at most one
+ * (`<prefix>sess:<key>` = `replica|since|warmTokens`, PX ttl; `sess:{<key>}` on a Cluster) and
+ * published on `<prefix>pins` by one Lua script (PLACE) that also settles conflicts: a new
+ * session is SET NX, a move wins only if it is newer; the loser follows the winner. Every other
+ * gateway applies a published move to its view at once. A turn on an unmoved pin costs at most one
  * PEXPIRE per ttl/4. A local miss answers null at once (the router places by rendezvous, as any
  * gateway would) and looks the key up in the background for the next turn. Nothing here awaits
  * Redis on the request path or throws into the router; while Redis is away the local view routes,
