@@ -12,8 +12,12 @@ Usage:
                   [--redis URL] [--log-level L]
   warmroute probe --base-url URL --model M [--compare URL2] [--json] [--trials N]   (see: warmroute probe --help)
 
+  --upstream takes http(s)://host:port, or dns://name:port for every address of a DNS name;
+  --redis takes redis://, redis-sentinel://host:port,.../master or redis-cluster://host:port,...
+
 Every serve flag has an environment twin (WARMROUTE_UPSTREAM, WARMROUTE_PORT, ...).
-Precedence: flag > environment > config file > defaults.`;
+Precedence: flag > environment > config file > defaults. SIGHUP (or a change to the config file)
+reloads the configuration; an invalid one is rejected and the running one stays.`;
 
 const SERVE_OPTIONS = {
   config: { type: 'string' },
