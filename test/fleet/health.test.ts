@@ -120,9 +120,11 @@ describe('warm state across an outage', () => {
     await new Promise((r) => setTimeout(r, 1_600));
     sim.clearFaults();
     for (let i = 0; i < 2; i++) await g.gw.health.probeAll();
-    assert.equal(g.gw.registry.byName(name)!.up, true);
+    // Back cold: warmed with the shared system prompt first, then in.
+    await waitFor('back in after its warmup', () => g.gw.registry.byName(name)!.up, 5_000);
     assert.equal(g.gw.router.session(session), null);
     assert.equal(await counterSum(g.gw.metrics.warmStateForgotten, ['cause', 'long_outage']), 1);
+    assert.equal(await counterSum(g.gw.metrics.warmups, ['reason', 'long_outage']), 1);
   });
 });
 
