@@ -69,9 +69,13 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       if (w > (warm.get(pin.replica) ?? 0)) warm.set(pin.replica, w);
     }
     const conversation = identity.sessionKey === null && identity.placementKey !== null ? store.get(CONVERSATION_KEY + identity.placementKey, t) : null;
-    // Its warm prefix there counts too, as a pin's does.
+    // Its warm prefix there counts too, as a pin's does. The pin is only rewritten when the
+    // conversation moves, so its recorded prefix is that of the turn that placed it; the replica
+    // that served the last turn holds that turn's prompt: all but the answer and the new message.
     if (conversation !== null && t - conversation.lastSeen <= o.prefixTtlMs) {
-      const w = Math.min(conversation.warmTokens, identity.promptTokens);
+      const ct = identity.chainTokens;
+      const previous = ct.length >= 3 ? ct[ct.length - 3] : 0;
+      const w = Math.min(Math.max(conversation.warmTokens, previous), identity.promptTokens);
       if (w > (warm.get(conversation.replica) ?? 0)) warm.set(conversation.replica, w);
     }
     return { identity, replicas, now: t, pin, warm, avoid: broken.avoid(identity.sessionKey ?? identity.placementKey, t), conversation };
