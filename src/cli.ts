@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig, type ServeFlags } from './config/load.js';
+import { ConfigError, flagsFromEnv, loadConfig, type ServeFlags } from './config/load.js';
+import { watchConfigFile } from './config/watch.js';
 import { buildGateway } from './server.js';
 
 const USAGE = `warmroute — session-affinity gateway for LLM serving
@@ -11,8 +12,12 @@ Usage:
                   [--redis URL] [--log-level L]
   warmroute probe --base-url URL --model M [--compare URL2] [--json] [--trials N]   (see: warmroute probe --help)
 
+  --upstream takes http(s)://host:port, or dns://name:port for every address of a DNS name;
+  --redis takes redis://, redis-sentinel://host:port,.../master or redis-cluster://host:port,...
+
 Every serve flag has an environment twin (WARMROUTE_UPSTREAM, WARMROUTE_PORT, ...).
-Precedence: flag > environment > config file > defaults.`;
+Precedence: flag > environment > config file > defaults. SIGHUP (or a change to the config file)
+reloads the configuration; an invalid one is rejected and the running one stays.`;
 
 const SERVE_OPTIONS = {
   config: { type: 'string' },
@@ -50,8 +55,27 @@ async function serve(argv: string[]): Promise<number> {
   }
   const gateway = buildGateway(config);
   await gateway.listen();
+  // Reload on SIGHUP and on a change to the config file. A bad new config is rejected with every
+  // problem logged, and the running one stays.
+  const reload = (trigger: string) => {
+    let next;
+    try {
+      next = loadConfig(flags);
+    } catch (e) {
+      const problems = e instanceof ConfigError ? e.problems : [(e as Error).message];
+      for (const problem of problems) gateway.log.error({ trigger, problem }, 'config reload: invalid');
+      gateway.log.error({ trigger, problems: problems.length }, 'config reload rejected: the running configuration stays');
+      gateway.metrics.configReloads.inc({ result: 'rejected' });
+      return;
+    }
+    gateway.reconfigure(next);
+  };
+  process.on('SIGHUP', () => reload('SIGHUP'));
+  const file = flags.config ?? flagsFromEnv(process.env).config;
+  const watcher = file ? watchConfigFile(file, () => reload('file')) : null;
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
+      watcher?.close();
       gateway.log.info({ signal }, 'shutting down');
       gateway.close().then(resolve, (e) => {
         gateway.log.error({ err: e }, 'error while closing');

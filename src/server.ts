@@ -9,7 +9,9 @@ import type { ResolvedConfig } from './config/schema.js';
 import { createDataPlaneServer } from './edge/listener.js';
 import { createKeyring } from './edge/api-keys.js';
 import { createPipeline } from './edge/pipeline.js';
-import { createHealth, type Health } from './fleet/health.js';
+import type { AddressResolver } from './fleet/discovery.js';
+import { createFleet, type Fleet } from './fleet/fleet.js';
+import type { Health } from './fleet/health.js';
 import { createRegistry, type Registry } from './fleet/registry.js';
 import { identityOptionsOf } from './identify/identity.js';
 import { createAdmission } from './queue/admission.js';
@@ -32,6 +34,8 @@ export interface GatewayDeps {
   responseStore?: SessionStore;
   /** Default-process metrics (GC, event loop); off in tests that run many gateways. */
   defaultMetrics?: boolean;
+  /** DNS for dns:// upstreams (tests); otherwise node's resolver with discovery.servers. */
+  resolver?: AddressResolver;
 }
 
 export interface Gateway {
@@ -41,6 +45,7 @@ export interface Gateway {
   readonly router: Router;
   readonly metrics: Metrics;
   readonly health: Health;
+  readonly fleet: Fleet;
   readonly store: SessionStore;
   readonly responseStore: SessionStore;
   readonly agent: Agent;
@@ -50,17 +55,37 @@ export interface Gateway {
   /** Stops taking requests, lets open exchanges finish (up to drainMs), then closes everything. */
   close(): Promise<void>;
   readonly draining: () => boolean;
+  /**
+   * A reloaded configuration (SIGHUP, file change), already validated: replicas added or removed,
+   * limits, timeouts, routing options, fleet settings, log level. Open streams are untouched.
+   * Settings that only apply at start are named in a warning.
+   */
+  reconfigure(next: ResolvedConfig): void;
 }
+
+/** Keys a reload cannot change in a running gateway: listeners, the session store, the strategy, bounds sized at start. */
+const FIXED_AT_START: ((c: ResolvedConfig) => unknown)[] = [
+  (c) => c.listen, (c) => c.admin, (c) => c.auth, (c) => c.redis, (c) => c.routing.strategy, (c) => c.routing.maxSessions,
+  (c) => c.routing.sessionTtlMs, (c) => c.routing.options.prefixMaxEntries, (c) => c.routing.options.prefixTtlMs,
+  (c) => c.routing.options.prior, (c) => c.timeouts.connectMs, (c) => c.handoff.maxTotalBytes, (c) => c.handoff.maxPromptBytes, (c) => c.warmup.maxBytes,
+];
+const FIXED_NAMES = ['listen', 'admin', 'auth', 'redis', 'routing.strategy', 'routing.maxSessions', 'routing.sessionTtlMs', 'routing.options.prefixMaxEntries', 'routing.options.prefixTtlMs', 'routing.options.prior', 'timeouts.connectMs', 'handoff.maxTotalBytes', 'handoff.maxPromptBytes', 'warmup.maxBytes'];
+
+const admissionLimitsOf = (c: ResolvedConfig) => ({ maxInflight: c.limits.maxInflightPerReplica, maxQueued: c.limits.maxQueuedPerReplica, timeoutMs: c.timeouts.queueMs });
+const globalLimitOf = (c: ResolvedConfig) => ({ max: c.limits.maxConcurrent, maxQueued: c.limits.maxQueued, timeoutMs: c.timeouts.queueMs, what: 'gateway' });
 
 /** The composition root: every part of the gateway built once, from the configuration. */
 export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Gateway {
   const log = deps.log ?? createLogger(config.logging.level);
   const metrics = createMetrics({ defaultMetrics: deps.defaultMetrics });
   for (const reason of ROUTE_REASONS) metrics.decisions.inc({ reason }, 0);
+  for (const result of ['applied', 'rejected']) metrics.configReloads.inc({ result }, 0);
   const registry = createRegistry(config.upstreams);
   const store = deps.store ?? (config.redis.url
     ? createRedisSessionStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
     : createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs }));
+  // The local store is always there; a shared one reports its own connection.
+  if (!config.redis.url) metrics.storeUp.set(1);
   // A second SessionStore, of response id → replica: bounded, TTL'd and shared like the pins, under
   // its own key prefix and channel.
   const rc = config.responses;
@@ -80,44 +105,41 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   };
   const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost } });
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tlsByOrigin(config.upstreams) });
-  const health = createHealth({
-    registry, agent, metrics, log,
-    onRecovered: (name) => router.forgetReplica(name),
-    options: {
-      downBackoffMs: config.health.downBackoffMs,
-      probeIntervalMs: config.health.probeIntervalMs,
-      statsIntervalMs: config.health.statsIntervalMs,
-      probeTimeoutMs: Math.min(config.timeouts.connectMs, 2_000),
-    },
-  });
-  const admission = createAdmission({ maxInflight: config.limits.maxInflightPerReplica, maxQueued: config.limits.maxQueuedPerReplica, timeoutMs: config.timeouts.queueMs });
+  const fleet = createFleet({ config, registry, router, store, agent, metrics, log, resolver: deps.resolver });
+  const { health } = fleet;
+  const admission = createAdmission(admissionLimitsOf(config));
 
   let draining = false;
   const isDraining = () => draining;
   const open = new Set<Promise<unknown>>();
 
   const keyring = createKeyring({ keys: config.auth.apiKeys, file: config.auth.apiKeysFile, log });
-  const globalLimit = createLimiter({ max: config.limits.maxConcurrent, maxQueued: config.limits.maxQueued, timeoutMs: config.timeouts.queueMs, what: 'gateway' });
-  const handle = createPipeline({
+  const globalLimit = createLimiter(globalLimitOf(config));
+  // Read per request: a reload replaces `config` and `identity` here.
+  const pipeline = {
     keyring, globalLimit,
     agent, admission, health, metrics, config, registry, router, log,
     byName: registry.byName,
     recorder: createRecorder({ metrics, log, router }),
     identity: identityOptionsOf(config),
     draining: isDraining,
-    track(p) {
+    track(p: Promise<unknown>) {
       open.add(p);
       void p.finally(() => open.delete(p));
     },
-  });
+    served: fleet.served,
+  };
+  const handle = createPipeline(pipeline);
   const server = createDataPlaneServer(handle);
   // Routing state as gauges, computed when Prometheus scrapes rather than per request.
   const beforeScrape = () => {
     const pins = router.pinsByReplica();
+    const t = Date.now();
     for (const r of registry.replicas) {
       metrics.sessionsPinned.set({ replica: r.name }, pins.get(r.name) ?? 0);
       metrics.inflight.set({ replica: r.name }, r.inflight);
       metrics.queued.set({ replica: r.name }, admission.queuedOn(r.name));
+      metrics.scrapeAge.set({ replica: r.name }, r.lastScrapeAt === null ? -1 : (t - r.lastScrapeAt) / 1000);
     }
     metrics.globalInflight.set(globalLimit.open);
     metrics.globalQueued.set(globalLimit.queued);
@@ -125,7 +147,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     metrics.prefixEntries.set(st.prefixEntries);
     metrics.responseRecords.set(st.responseRecords);
   };
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token });
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains: fleet.drains });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
 
@@ -135,13 +157,25 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   };
 
   return {
-    server, admin, registry, router, metrics, health, store, responseStore, agent, log,
+    server, admin, registry, router, metrics, health, fleet, store, responseStore, agent, log,
     draining: isDraining,
+    reconfigure(next) {
+      const fixed = FIXED_NAMES.filter((_, i) => JSON.stringify(FIXED_AT_START[i](next)) !== JSON.stringify(FIXED_AT_START[i](pipeline.config)));
+      if (fixed.length) log.warn({ keys: fixed }, 'config reload: these settings apply only at start; the running values stay');
+      router.setOptions({ ...next.routing.options, prefixMaxEntries: pipeline.config.routing.options.prefixMaxEntries, prefixTtlMs: pipeline.config.routing.options.prefixTtlMs, prior: pipeline.config.routing.options.prior });
+      admission.setLimits(admissionLimitsOf(next));
+      globalLimit.configure(globalLimitOf(next));
+      fleet.reconfigure(next);
+      pipeline.config = next;
+      pipeline.identity = identityOptionsOf(next);
+      log.level = next.logging.level;
+      metrics.configReloads.inc({ result: 'applied' });
+      log.warn({ replicas: next.upstreams.map((u) => u.name) }, 'config reloaded');
+    },
     async listen() {
       await Promise.all([store, responseStore].map((s) => (s.ready ? waitReady(s.ready(), log) : undefined)));
-      await health.probeAll();
-      await health.scrapeAll();
-      health.start();
+      await fleet.init();
+      fleet.start();
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(config.listen.port, config.listen.host, () => { server.off('error', reject); resolve(); });
@@ -155,7 +189,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       if (draining) return;
       draining = true;
       metrics.draining.set(1);
-      health.stop();
+      fleet.stop();
       log.info({ open: open.size, drainMs: config.timeouts.drainMs }, 'draining: no new requests, waiting for open streams');
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();

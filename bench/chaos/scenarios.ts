@@ -45,7 +45,8 @@ async function gateway(upstreams: string[], raw: Record<string, any> = {}): Prom
     listen: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
     logging: { level: 'silent' },
-    health: { probeIntervalMs: 200, downBackoffMs: 300, ...(raw.health ?? {}) },
+    health: { probeIntervalMs: 200, ...(raw.health ?? {}) },
+    outlier: { baseEjectionMs: 300, ...(raw.outlier ?? {}) },
   });
   const gw = buildGateway(config, { log: pino(loggerOptions('silent')), defaultMetrics: false });
   const { url, adminUrl } = await gw.listen();

@@ -4,8 +4,10 @@
 export type Fault =
   /** Stop accepting: listener closed, every socket destroyed. Optionally re-listen after a delay. */
   | { kind: 'crash'; recoverAfterMs?: number }
-  /** Re-listen on the same port after a crash (a restarted vLLM: empty KV cache). */
+  /** Re-listen on the same port after a crash (a restarted vLLM: empty KV cache, new process start time). */
   | { kind: 'recover' }
+  /** A restart too quick for health checks to notice: in-flight dropped, KV cache and counters emptied, new process start time. */
+  | { kind: 'restart' }
   /** Accept requests but never send response headers. */
   | { kind: 'stall'; times?: number }
   /** Destroy the socket after N content chunks of a stream. */
@@ -21,7 +23,7 @@ export type Fault =
 
 export type FaultKind = Fault['kind'];
 
-const KINDS: readonly FaultKind[] = ['crash', 'recover', 'stall', 'die-mid-stream', 'stall-mid-stream', 'busy', 'slow', 'unhealthy'];
+const KINDS: readonly FaultKind[] = ['crash', 'recover', 'restart', 'stall', 'die-mid-stream', 'stall-mid-stream', 'busy', 'slow', 'unhealthy'];
 
 const NUMERIC_FIELDS = ['recoverAfterMs', 'times', 'afterChunks', 'factor'] as const;
 

@@ -77,11 +77,15 @@ export interface Metrics {
   state: MetricsState;
   render(g: Gauges): string;
   reset(): void;
+  /** A new process: process_start_time_seconds moves on (a gateway reads a restart from it). */
+  restarted(): void;
 }
 
 export function createMetrics(cfg: SimConfig): Metrics {
   const base = { engine: '0', model_name: cfg.model };
   let created = Date.now() / 1000;
+  // Python's prometheus_client exports the process start time; a restarted vLLM shows a new one.
+  let startTime = created;
   const fresh = (): MetricsState => ({
     prefixCacheQueries: 0,
     prefixCacheHits: 0,
@@ -99,6 +103,10 @@ export function createMetrics(cfg: SimConfig): Metrics {
       metrics.state = fresh();
       created = Date.now() / 1000;
     },
+    restarted() {
+      // Strictly later even within one clock tick, so a restart is always visible.
+      startTime = Math.max(Date.now() / 1000, startTime + 0.001);
+    },
     render(g) {
       const s = metrics.state;
       const out: string[] = [];
@@ -110,6 +118,7 @@ export function createMetrics(cfg: SimConfig): Metrics {
         out.push(`# HELP ${name}_created ${help}`, `# TYPE ${name}_created gauge`);
         for (const [l] of series) out.push(`${name}_created${labels(l)} ${fmt(created)}`);
       };
+      out.push('# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.', '# TYPE process_start_time_seconds gauge', `process_start_time_seconds ${fmt(startTime)}`);
       gauge('vllm:num_requests_running', 'Number of requests in model execution batches.', g.running);
       gauge('vllm:num_requests_waiting', 'Number of requests waiting to be processed.', g.waiting);
       gauge('vllm:kv_cache_usage_perc', 'KV-cache usage. 1 means 100 percent usage.', g.kvUsage);

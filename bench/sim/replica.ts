@@ -180,9 +180,10 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
     if (!crashed || closed) return;
     crashed = false;
     faults.clear('crash');
-    // A restarted vLLM comes back with an empty KV cache, and its response store is gone with the process.
+    // A restarted vLLM comes back with an empty KV cache and an empty response store, as a new process.
     engine.reset();
     gen.responses.clear();
+    metrics.restarted();
     server.listen(port, cfg.host);
   };
 
@@ -194,6 +195,12 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
     fault(f) {
       if (f.kind === 'crash') return crash(f);
       if (f.kind === 'recover') return recover();
+      if (f.kind === 'restart') {
+        dropInFlight();
+        metrics.reset();
+        metrics.restarted();
+        return;
+      }
       if (f.kind === 'slow') engine.setSlowFactor(f.factor ?? 4);
       faults.set(f);
     },

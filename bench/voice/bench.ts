@@ -3,7 +3,8 @@
 // the figures. Shared by `npm run bench:voice` and `npm run demo`.
 
 import { cpus } from 'node:os';
-import { startGateway, gatewayMetrics, sampleInflight, startSimFleet, type Fleet, type GatewayMetrics } from './fleet.js';
+import { mulberry32 } from '../../src/prng.js';
+import { startGateway, gatewayMetrics, sampleInflight, startRedisServer, startSimFleet, type Fleet, type GatewayMetrics } from './fleet.js';
 import { checkGoals, type Goal } from './goals.js';
 import { idealHits } from './ideal.js';
 import { inflightFromRecords, ORACLE, oracleTargets, replicaName, viaGateway } from './oracle.js';
@@ -15,6 +16,9 @@ import { buildWorkload, type WorkloadOptions } from './workload.js';
 
 // The oracle last: the reference the routers are read against.
 export const STRATEGIES = ['round-robin', 'least-loaded', 'session-hash', 'affinity', ORACLE] as const;
+
+/** `affinity@3`: warmroute as three gateway processes sharing pins through one redis-server, each request to one at random. */
+export const gatewaysOf = (strategy: string): number => Number(/^affinity@(\d+)$/.exec(strategy)?.[1] ?? 1);
 
 export interface BenchOptions {
   workload: Partial<WorkloadOptions>;
@@ -61,7 +65,9 @@ export async function runBench(o: BenchOptions, progress: Progress): Promise<Ben
     for (const [k, strategy] of o.strategies.entries()) {
       const tag = `[${k + 1}/${o.strategies.length} ${strategy}]`;
       progress(viaGateway(strategy) ? `${tag} starting the gateway` : `${tag} no gateway: session i straight to replica i mod ${o.replicas}`);
-      via = viaGateway(strategy) ? await throughGateway(fleet.urls, strategy) : direct(fleet.urls, workload.sessions.length);
+      via = !viaGateway(strategy) ? direct(fleet.urls, workload.sessions.length)
+        : gatewaysOf(strategy) > 1 ? await throughGateways(fleet.urls, gatewaysOf(strategy), workload.options.seed)
+          : await throughGateway(fleet.urls, strategy);
       await fleet.reset();
       if (o.warmup) progress(`${tag} warming every replica with every agent's system prompt`);
       const warm = o.warmup ? await warmReplicas(fleet.urls, workload, o.requestTimeoutS * 1000) : [];
@@ -106,7 +112,7 @@ type Inflight = { peak: Record<string, number>; mean: Record<string, number> };
 
 /** What a strategy's requests go through, and what is read from it around the run. */
 interface Via {
-  target: Pick<RunOptions, 'url' | 'direct'>;
+  target: Pick<RunOptions, 'url' | 'urls' | 'random' | 'direct'>;
   /** Starts watching the replicas' in-flight requests (bounded by `maxMs`). */
   watch(maxMs: number): void;
   finish(run: StrategyRun): Promise<{ inflight: Inflight; gateway: GatewayMetrics | null }>;
@@ -127,6 +133,37 @@ async function throughGateway(urls: string[], strategy: string): Promise<Via> {
       return { inflight, gateway: await gatewayMetrics(gw.adminUrl) };
     },
     stop: () => gw.stop(),
+  };
+}
+
+/** Several warmroute children on one redis-server; each request to one of them at random (seeded). */
+async function throughGateways(urls: string[], n: number, seed: number): Promise<Via> {
+  const redis = await startRedisServer();
+  const gws = await Promise.all(Array.from({ length: n }, () => startGateway(urls, 'affinity', ['--redis', redis.url])));
+  let samplers: ReturnType<typeof sampleInflight>[] = [];
+  return {
+    target: { urls: gws.map((g) => g.url), random: mulberry32(seed + 7) },
+    watch(maxMs) { samplers = gws.map((g) => sampleInflight(g.adminUrl, 250, maxMs)); },
+    async finish() {
+      // In flight per replica through all gateways: the sum of each one's (peaks: an upper bound).
+      const each = await Promise.all(samplers.map((x) => x.stop()));
+      const sum = (k: 'peak' | 'mean') => each.reduce<Record<string, number>>((acc, x) => {
+        for (const [r, v] of Object.entries(x[k])) acc[r] = (acc[r] ?? 0) + v;
+        return acc;
+      }, {});
+      for (const g of gws) {
+        const died = g.died();
+        if (died) throw new Error(`a gateway of ${n} ${died}`);
+      }
+      const metrics = await Promise.all(gws.map((g) => gatewayMetrics(g.adminUrl)));
+      const decisions: Record<string, number> = {};
+      for (const m of metrics) for (const [k, v] of Object.entries(m.decisions)) decisions[k] = (decisions[k] ?? 0) + v;
+      return { inflight: { peak: sum('peak'), mean: sum('mean') }, gateway: { ...metrics[0], decisions } };
+    },
+    async stop() {
+      await Promise.all(gws.map((g) => g.stop()));
+      await redis.stop();
+    },
   };
 }
 

@@ -5,7 +5,10 @@
 // placement of the same run) and the references.
 
 import { parseArgs } from 'node:util';
-import { runBench, STRATEGIES, type BenchOptions } from './bench.js';
+import { writeFileSync } from 'node:fs';
+import { gatewaysOf, runBench, STRATEGIES, type BenchOptions } from './bench.js';
+import { drainTable, runDrainScenario } from './drain.js';
+import { startSimFleet } from './fleet.js';
 import { checkReferences, goalLine, referenceLine } from './goals.js';
 import { APIS, type Api } from './dialogue.js';
 import { failureTable, fullTables } from './markdown.js';
@@ -31,7 +34,10 @@ const USAGE = `usage: npm run bench:voice -- [flags]
   --body-key F             share of keyed sessions using body prompt_cache_key (${W.bodyKeyShare})
   --think-ms A-B           pause between an answer and the next utterance (${W.thinkMs.join('-')})
   --start-spread-ms N      sessions start spread over this window (${W.startSpreadMs})
-  --strategies LIST        comma-separated (${STRATEGIES.join(',')}); oracle = no gateway, session i → replica i mod N
+  --strategies LIST        comma-separated (${STRATEGIES.join(',')}); oracle = no gateway, session i → replica i mod N;
+                           affinity@N = N warmroute processes sharing one redis-server, each request to one at random
+  --gateways N             fleet operations: warmroute with 1 and with N gateways side by side (affinity,affinity@N),
+                           then the drain scenario (moved sessions' next turn with and without warm handoff)
   --max-duration-s N       per strategy: no new turn after this (300)
   --request-timeout-s N    per request (60)
   --no-warmup              skip the deploy-time warmup (every agent's prompt sent to every replica first)
@@ -60,7 +66,7 @@ async function main(): Promise<number> {
     options: {
       replicas: s, sessions: s, turns: s, groups: s, 'system-tokens': s, 'user-tokens': s, 'output-tokens': s, 'kv-blocks': s,
       'tool-turns': s, keyless: s, 'body-key': s, 'think-ms': s, 'start-spread-ms': s, strategies: s,
-      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, api: s, 'no-warmup': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, api: s, gateways: s, 'no-warmup': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   });
@@ -68,8 +74,9 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const strategies = (a.strategies ?? STRATEGIES.join(',')).split(',').map((x) => x.trim()).filter(Boolean);
-  for (const st of strategies) if (!(STRATEGIES as readonly string[]).includes(st)) throw new Error(`unknown strategy ${st}`);
+  const gateways = num(a.gateways, 1, 'gateways', 1, 8);
+  const strategies = (a.strategies ?? (gateways > 1 ? `affinity,affinity@${gateways}` : STRATEGIES.join(','))).split(',').map((x) => x.trim()).filter(Boolean);
+  for (const st of strategies) if (!(STRATEGIES as readonly string[]).includes(st) && gatewaysOf(st) === 1) throw new Error(`unknown strategy ${st}`);
   const api = (a.api ?? 'chat') as Api;
   if (!(APIS as readonly string[]).includes(api)) throw new Error(`--api wants ${APIS.join(' or ')}, got ${a.api}`);
   const o: BenchOptions = {
@@ -106,6 +113,25 @@ async function main(): Promise<number> {
   process.stdout.write(`${fullTables(result.summaries)}${failures}\n\nGoals:\n${lines.map((l) => `  ${l}`).join('\n')}\n\n`);
   if (errors > 0) process.stdout.write(`${errors} request(s) failed; see the JSON for each one's error.\n`);
   process.stdout.write(`wrote ${paths.json}, ${paths.latestJson}, ${paths.md}\nreport: ${paths.html}\n`);
+  if (gateways > 1) {
+    const one = result.summaries.find((x) => x.strategy === 'affinity');
+    const many = result.summaries.find((x) => x.strategy === `affinity@${gateways}`);
+    if (one && many && one.hitRate !== null && many.hitRate !== null) {
+      const gap = Math.abs(one.hitRate - many.hitRate) * 100;
+      process.stdout.write(`\nGoal (hit rate with ${gateways} gateways within 2 points of 1): ${gap <= 2 ? 'met' : 'NOT met'}: ${(100 * one.hitRate).toFixed(1)}% vs ${(100 * many.hitRate).toFixed(1)}% (${gap.toFixed(1)} points); TTFT p50 ${one.ttft.p50.toFixed(0)} vs ${many.ttft.p50.toFixed(0)} ms, p90 ${one.ttft.p90.toFixed(0)} vs ${many.ttft.p90.toFixed(0)} ms\n`);
+    }
+    const fleet = await startSimFleet(o.replicas, o.outputTokens, o.kvBlocks);
+    try {
+      const runs = await runDrainScenario(fleet, o.workload, { requestTimeoutMs: o.requestTimeoutS * 1000, maxDurationMs: o.maxDurationS * 1000 }, progress);
+      progress.done();
+      const table = drainTable(runs);
+      process.stdout.write(`\nDrain scenario (the replica with the most pinned sessions drained once 40% of the requests are done; keyed sessions, no tool turns):\n\n${table}\n`);
+      writeFileSync(`${a.out ?? 'bench/out'}/voice-drain-latest.json`, JSON.stringify(runs, null, 2));
+      writeFileSync(`${a.out ?? 'bench/out'}/voice-drain-latest.md`, `${table}\n`);
+    } finally {
+      await fleet.stop();
+    }
+  }
   return 0;
 }
 

@@ -2,7 +2,7 @@
 // gateway child per strategy, each on its own event loop as in production; and what is read from
 // them: the vLLM prefix-cache counters, the gateway's own overhead histogram, in-flight samples.
 
-import { startChildLines, TSX, type Child } from '../lib/procs.js';
+import { freePort, startChild, startChildLines, TSX, type Child } from '../lib/procs.js';
 import { histogramQuantile } from '../lib/prom.js';
 import { startWarmroute, type Target } from '../overhead/targets.js';
 
@@ -77,8 +77,8 @@ interface AdminReplicas {
   replicas: { name: string; state: string; inflight: number; models: string[] | null }[];
 }
 
-export async function startGateway(urls: string[], strategy: string): Promise<Gateway> {
-  const extra = [...urls.slice(1).flatMap((u) => ['--upstream', u]), '--strategy', strategy, '--log-level', 'warn'];
+export async function startGateway(urls: string[], strategy: string, more: string[] = []): Promise<Gateway> {
+  const extra = [...urls.slice(1).flatMap((u) => ['--upstream', u]), '--strategy', strategy, '--log-level', 'warn', ...more];
   const t: Target = await startWarmroute(urls[0], extra);
   const adminUrl = t.adminUrl!;
   const proc = t.child!.proc;
@@ -108,6 +108,13 @@ export async function startGateway(urls: string[], strategy: string): Promise<Ga
       return t.child!.stop();
     },
   };
+}
+
+/** A throwaway redis-server child on a free loopback port, for several gateways to share pins. */
+export async function startRedisServer(): Promise<{ url: string; stop(): Promise<void> }> {
+  const port = await freePort();
+  const child = await startChild('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], /Ready to accept connections/, { timeoutMs: 10_000 });
+  return { url: `redis://127.0.0.1:${port}`, stop: () => child.stop() };
 }
 
 export interface GatewayMetrics {

@@ -10,6 +10,7 @@ export const LABELS: Record<string, string> = {
   'least-loaded': 'least-loaded',
   'session-hash': 'session-hash (ring, no load cap)',
   affinity: '**warmroute** (affinity)',
+  'affinity@3': '**warmroute**, 3 gateways (Redis; each request to a random one)',
   oracle: 'oracle (session i → replica i mod R, no gateway)',
 };
 

@@ -54,6 +54,10 @@ export interface Direct {
 export interface RunOptions {
   /** The gateway; unused for sessions that have a `direct` replica. */
   url?: string;
+  /** Several gateways (sharing pins through Redis): every request goes to one of them at random. */
+  urls?: readonly string[];
+  /** Seeds the choice of gateway per request. */
+  random?: () => number;
   /** Per session index: send its every request straight to this replica (the oracle placement). */
   direct?: readonly Direct[];
   strategy: string;
@@ -81,8 +85,9 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 function destination(o: RunOptions, si: number): { url: string; replica: string | null } {
   const d = o.direct?.[si];
   if (d) return d;
-  if (o.url === undefined) throw new Error(`runStrategy: no gateway url and no direct replica for session ${si}`);
-  return { url: o.url, replica: null };
+  const url = o.url ?? o.urls?.[0];
+  if (url === undefined) throw new Error(`runStrategy: no gateway url and no direct replica for session ${si}`);
+  return { url, replica: null };
 }
 
 /** Requests the plan implies: one per turn plus one follow-up per tool turn. */
@@ -114,7 +119,8 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
       const req = dialogue.next(user);
       const messages = dialogue.messages.slice();
       inflight++;
-      const x = await streamExchange(dest[si].url, req.path, req.headers, req.body, agent, o.requestTimeoutMs, req.read);
+      const url = o.urls && !o.direct?.[si] ? o.urls[Math.floor((o.random ?? Math.random)() * o.urls.length)] : dest[si].url;
+      const x = await streamExchange(url, req.path, req.headers, req.body, agent, o.requestTimeoutMs, req.read);
       inflight--;
       const ok = x.status === 200 && x.error === null && x.done && x.ttftMs !== null;
       records.push({

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { Registry } from '../fleet/registry.js';
+import type { Registry, ReplicaState } from '../fleet/registry.js';
 import type { Router } from '../routing/types.js';
 import type { Metrics } from '../telemetry/metrics.js';
 
@@ -13,6 +13,11 @@ export interface AdminDeps {
   readonly beforeScrape?: () => void;
   /** When set, every /admin/* request needs `Authorization: Bearer <token>`. */
   readonly token?: string | null;
+  /** Drain with warm handoff (fleet/drain.ts); the routes answer 404 without it. */
+  readonly drains?: {
+    drain(name: string): boolean;
+    undrain(name: string): boolean;
+  };
 }
 
 const OPEN_PATHS = new Set(['/metrics', '/healthz', '/readyz']);
@@ -23,6 +28,15 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 function bearerMatches(header: string | undefined, want: Buffer): boolean {
   const got = header !== undefined && /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, '') : '';
   return timingSafeEqual(digest(got), want) && got !== '';
+}
+
+const iso = (ms: number | null) => (ms === null || ms === 0 ? null : new Date(ms).toISOString());
+
+function stateOf(r: ReplicaState, now: number): string {
+  if (r.draining) return 'draining';
+  if (r.up) return 'up';
+  if (r.warming) return 'warming';
+  return r.ejectedUntil > now ? 'ejected' : 'down';
 }
 
 /** The admin listener: metrics, probes and fleet/session inspection, on its own port. */
@@ -54,23 +68,42 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
   });
   app.get('/admin/replicas', async () => {
     const pins = router.pinsByReplica();
+    const now = Date.now();
     return {
       strategy: router.strategy,
       replicas: registry.replicas.map((r) => ({
         name: r.name,
-        state: r.draining ? 'draining' : r.up ? 'up' : 'down',
+        state: stateOf(r, now),
+        source: r.source.kind,
         inflight: r.inflight,
         sessionsPinned: pins.get(r.name) ?? 0,
         waiting: r.waiting,
         running: r.running,
         kvUsage: r.kvUsage,
         kvCapacityTokens: r.kvCapacityTokens,
+        // The load figures above are as old as this: a failed scrape keeps the last ones.
+        lastScrapeAt: iso(r.lastScrapeAt),
+        scrapeAgeMs: r.lastScrapeAt === null ? null : now - r.lastScrapeAt,
+        checks: { healthy: r.healthy, failures: r.checkFailures, successes: r.checkSuccesses },
+        ejection: { ejections: r.ejections, until: r.ejectedUntil > now ? iso(r.ejectedUntil) : null, lastAt: iso(r.lastEjectedAt) },
+        downSince: iso(r.downSince),
+        drain: r.drain === null ? null : { ...r.drain, startedAt: iso(r.drain.startedAt), finishedAt: iso(r.drain.finishedAt) },
         models: r.models ? [...r.models] : null,
         lastError: r.lastError,
-        lastErrorAt: r.lastErrorAt === null ? null : new Date(r.lastErrorAt).toISOString(),
+        lastErrorAt: iso(r.lastErrorAt),
       })),
     };
   });
+  // Drain: no new sessions, in-flight streams finish, pinned sessions handed off warm. Undrain
+  // takes it back. (An admin token, once there is one, guards every /admin/* route.)
+  for (const verb of ['drain', 'undrain'] as const) {
+    app.post<{ Params: { name: string } }>(`/admin/replicas/:name/${verb}`, async (req, reply) => {
+      const ok = deps.drains?.[verb](req.params.name) ?? false;
+      if (!ok) return reply.code(404).send({ error: { message: 'no replica of that name', type: 'not_found_error', param: 'name', code: 'replica_not_found' } });
+      const r = registry.byName(req.params.name)!;
+      return reply.code(202).send({ name: r.name, state: stateOf(r, Date.now()), drain: r.drain });
+    });
+  }
   app.get('/admin/routing', async () => {
     const st = router.stats();
     return {

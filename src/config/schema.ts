@@ -11,7 +11,12 @@ const Section = <T extends Parameters<typeof Type.Object>[0]>(props: T) => Type.
 export const UpstreamSchema = Type.Object({
   /** Name shown in headers, metrics and logs; defaults to host:port of the url. */
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.:-]+$' })),
-  url: Type.String({ pattern: '^https?://[^/]+/?$' }),
+  /**
+   * One replica (`http(s)://host:port`), or every address of a DNS name (`dns://name:port`, a
+   * Kubernetes headless Service): its A/AAAA records are re-resolved every discovery.intervalMs,
+   * each address a replica named `ip:port`.
+   */
+  url: Type.String({ pattern: '^(https?|dns)://[^/]+/?$' }),
   /**
    * Replaces the client's Authorization header towards this replica; never logged or returned.
    * Visible ASCII only: a CR or LF here would end up in the request head.
@@ -213,12 +218,71 @@ export const ConfigSchema = Type.Object({
     maxQueuedPerReplica: Type.Integer({ minimum: 0, default: 64 }),
   }),
   health: Section({
-    /** A replica that refused a connection is skipped this long before a probe may bring it back. */
-    downBackoffMs: Ms(5_000),
-    /** Active probes (GET /health) of every replica, and /v1/models refresh. */
+    /** Active checks: GET /health of every replica (and a /v1/models refresh) on this interval. */
     probeIntervalMs: Ms(2_000),
-    /** Scrape of each replica's /metrics (queue depth, KV usage); 0 turns it off. */
+    /** A check that has not answered in this long failed. */
+    probeTimeoutMs: Ms(1_000),
+    /** Consecutive failed checks before a replica is marked down (one timeout is not an outage). */
+    unhealthyThreshold: Type.Integer({ minimum: 1, default: 3 }),
+    /** Consecutive passed checks before a down replica takes traffic again (one success is not a recovery). */
+    healthyThreshold: Type.Integer({ minimum: 1, default: 2 }),
+    /** Scrape of each replica's /metrics (queue depth, KV usage, restarts); 0 turns it off. */
     statsIntervalMs: Ms(1_000, 0),
+  }),
+  /**
+   * Passive outlier detection from real traffic, as Envoy does it: a replica that fails this many
+   * requests in a row is ejected for baseEjectionMs × the number of times it was ejected (up to
+   * maxEjectionMs); the count is forgotten after a quiet period.
+   */
+  outlier: Section({
+    /** Consecutive 5xx answers or response-header timeouts that eject a replica; 0 = never. */
+    consecutiveErrors: Type.Integer({ minimum: 0, default: 5 }),
+    /** Consecutive refused or timed-out connections that eject a replica (nothing listens: no need to wait); 0 = never. */
+    consecutiveConnectFailures: Type.Integer({ minimum: 0, default: 1 }),
+    /** First ejection time; the n-th ejection lasts n × this. */
+    baseEjectionMs: Ms(5_000),
+    maxEjectionMs: Ms(300_000),
+    /** A replica not ejected for this long starts again from its first ejection time. */
+    forgetAfterMs: Ms(600_000),
+    /** Never eject more than this share of the fleet (Envoy's max_ejection_percent; one replica always may be, as in Envoy). */
+    maxEjectionPercent: Type.Number({ minimum: 0, maximum: 100, default: 50 }),
+  }),
+  /** dns:// upstreams. */
+  discovery: Section({
+    /** How often A/AAAA records are re-resolved. */
+    intervalMs: Ms(5_000),
+    /** DNS servers as `ip` or `ip:port`; empty = the system's resolver configuration. */
+    servers: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+  }),
+  /**
+   * Drain with warm handoff: before a pinned session leaves a draining replica, its last prompt is
+   * replayed to its next choice with max_tokens 1, so its next turn starts warm there.
+   */
+  handoff: Section({
+    enabled: Type.Boolean({ default: true }),
+    /** Last prompt kept per keyed session (bytes); a larger one is not kept, and its session moves cold. */
+    maxPromptBytes: Type.Integer({ minimum: 0, default: 262_144 }),
+    /** Total bytes of last prompts kept (least recently used first out). */
+    maxTotalBytes: Type.Integer({ minimum: 0, default: 67_108_864 }),
+    /** Replays in flight at once, per drain. */
+    concurrency: Type.Integer({ minimum: 1, default: 4 }),
+    /** One replay's limit. */
+    timeoutMs: Ms(30_000),
+  }),
+  /**
+   * Deploy warmup: a replica that joins, or comes back with a cold cache, first gets the hottest
+   * shared prefixes (system prompt + tools, top K by traffic) with max_tokens 1.
+   */
+  warmup: Section({
+    enabled: Type.Boolean({ default: true }),
+    /** Prefixes sent to a cold replica, the most used first; 0 = warmup off. */
+    topK: Type.Integer({ minimum: 0, default: 8 }),
+    /** Memory for the prefixes tracked (their request bodies), bytes. */
+    maxBytes: Type.Integer({ minimum: 0, default: 8_388_608 }),
+    /** Warmup requests in flight at once per replica. */
+    concurrency: Type.Integer({ minimum: 1, default: 2 }),
+    /** Longest warmup; past it the replica takes sessions anyway (logged). */
+    timeoutMs: Ms(60_000),
   }),
   headers: Section({
     /** x-warmroute-replica and x-warmroute-route on responses. */
@@ -242,8 +306,12 @@ export const ConfigSchema = Type.Object({
     maxBytes: Type.Integer({ minimum: 1024, default: 256 * 1024 }),
   }),
   redis: Section({
-    /** Session pins, and stored-response records under `<keyPrefix>resp:`. */
-    url: Type.Union([Type.String({ pattern: '^rediss?://' }), Type.Null()], { default: null }),
+    /**
+     * Session pins, and stored-response records under `<keyPrefix>resp:`.
+     * `redis://` / `rediss://` (one server), `redis-sentinel://host:port,host:port/<master>`
+     * (Sentinel), `redis-cluster://host:port,host:port` (Cluster: session keys are hash-tagged).
+     */
+    url: Type.Union([Type.String({ pattern: '^(rediss?|redis-sentinel|redis-cluster)://' }), Type.Null()], { default: null }),
     keyPrefix: Type.String({ default: 'warmroute:' }),
   }),
 }, { additionalProperties: false });

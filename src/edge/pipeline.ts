@@ -10,7 +10,7 @@ import type { Ended, Recorder } from '../record/record.js';
 import { sessionTag } from '../record/record.js';
 import type { Decision, Router } from '../routing/types.js';
 import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
-import { forward, type ForwardDeps } from '../upstream/forward.js';
+import { forward, type ForwardDeps, type Outcome } from '../upstream/forward.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { ClientKey, Keyring } from './api-keys.js';
 import { discardBody, readBody } from './body.js';
@@ -32,6 +32,11 @@ export interface PipelineDeps extends ForwardDeps {
   readonly metrics: Metrics;
   /** Tracks open exchanges so a drain can wait for them. */
   track(p: Promise<unknown>): void;
+  /**
+   * Every exchange that reached its end, with the bytes received: fleet/ keeps keyed sessions' last
+   * prompts (drain handoff) and counts shared prefixes (deploy warmup). Must be cheap.
+   */
+  served?(identity: RequestIdentity, target: string, body: Buffer | null, ended: Outcome): void;
 }
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
@@ -69,8 +74,8 @@ interface InFlight {
  * on the way is written by one error writer and recorded like any other request.
  */
 export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: ServerResponse) => void {
-  const { config, registry, router, recorder, log, keyring, metrics } = deps;
-  const bodyLimits = { maxBytes: config.limits.bodyBytes };
+  // deps.config and deps.identity are read per request: a config reload replaces them.
+  const { registry, router, recorder, log, keyring, metrics } = deps;
   const global = deps.globalLimit;
   const keyRetryAfter = ['retry-after', '1'];
 
@@ -105,7 +110,10 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   function forwardTo(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null, decision: Decision, resumable: Record<string, unknown> | undefined) {
     const method = x.req.method ?? 'GET';
     const exchange = forward({ req: x.req, res: x.res, method, target, body, identity, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, resumable }, deps)
-      .then((ended) => record(x, identity, ended));
+      .then((ended) => {
+        record(x, identity, ended);
+        deps.served?.(identity, target, body, ended);
+      });
     deps.track(exchange);
   }
 
@@ -150,6 +158,8 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
 
   return function handle(req, res) {
     const x: InFlight = { req, res, clock: startClock(), path: req.url ?? '', key: null, admitted: false };
+    const config = deps.config;
+    const bodyLimits = { maxBytes: config.limits.bodyBytes };
     try {
       const target = requestTarget(req.url);
       x.path = target.path;

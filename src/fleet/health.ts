@@ -1,23 +1,43 @@
 import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.js';
-import { nowMs } from '../telemetry/hop-clock.js';
+import { createOutlierDetector, type AttemptResult, type OutlierOptions } from './outlier.js';
 import type { Registry, ReplicaState } from './registry.js';
 import { parseVllmMetrics } from './vllm-stats.js';
 
 export interface HealthOptions {
-  downBackoffMs: number;
   probeIntervalMs: number;
-  statsIntervalMs: number;
   probeTimeoutMs: number;
+  /** Consecutive failed checks before down; consecutive passed checks before up again. */
+  unhealthyThreshold: number;
+  healthyThreshold: number;
+  statsIntervalMs: number;
+  /** A replica down longer than this has surely lost its prefix cache (routing.options.prefixTtlMs). */
+  prefixTtlMs: number;
+  outlier: OutlierOptions;
 }
 
+/** Why routing forgets a replica's warm state; bounded (a metric label). */
+export type ColdReason = 'restart' | 'long_outage';
+
 export interface Health {
-  /** Passive health: the forwarder saw the replica refuse or drop a connection. */
+  /** The forwarder's per-attempt result on a replica (passive outlier detection). */
+  observe(r: ReplicaState, result: AttemptResult, detail?: string): void;
+  /** Marks a replica down as if its checks had failed (tests, and a replica that cannot be used). */
   markDown(r: ReplicaState, cause: string, detail: string): void;
-  /** One round of probes (health + models); also used once at start before listening. */
+  /** Recomputes whether routing may use the replica (after warming, ejection or drain changes). */
+  refresh(r: ReplicaState): void;
+  /** One round of checks (health + models). The first one, before listening, decides directly. */
   probeAll(): Promise<void>;
   scrapeAll(): Promise<void>;
+  /**
+   * A replica that just joined the fleet: out until its first check passes and (when warmup is on)
+   * it has been warmed; checked at once.
+   */
+  join(r: ReplicaState): Promise<void>;
+  /** Forgets a replica that left the fleet (its gauges too: replica labels stay bounded by the fleet). */
+  left(r: ReplicaState): void;
+  setOptions(o: HealthOptions): void;
   start(): void;
   stop(): void;
 }
@@ -31,13 +51,33 @@ async function get(agent: Dispatcher, r: ReplicaState, path: string, timeoutMs: 
   return { status: res.statusCode, text: await res.body.text() };
 }
 
-export function createHealth(deps: {
-  registry: Registry; agent: Dispatcher; metrics: Metrics; log: Logger; options: HealthOptions;
-  /** A replica that was down comes back with a cold cache: routing forgets what it believed warm there. */
-  onRecovered?: (replica: string) => void;
-}): Health {
-  const { registry, agent, metrics, log, options } = deps;
+export interface HealthDeps {
+  registry: Registry;
+  agent: Dispatcher;
+  metrics: Metrics;
+  log: Logger;
+  options: HealthOptions;
+  /** The replica has surely lost its cache: routing forgets its prefix index and pins. */
+  forget(replica: string, cause: ColdReason): void;
+  /** The replica comes back cold: warm it (fleet/warmup.ts) before it takes sessions. */
+  warm?(r: ReplicaState, reason: ColdReason | 'join'): void;
+}
+
+/**
+ * Whether each replica takes traffic: active checks with thresholds (down after N failed checks,
+ * up after M passed ones), passive outlier ejection (outlier.ts), and warmup, combined into the
+ * one `up` flag routing reads. A short outage keeps what routing believes warm there; a restart
+ * (seen in /metrics) or an outage longer than the prefix TTL forgets it. A failed scrape leaves
+ * the last load figures in place, visible as stale by their age, never read as "no load".
+ */
+export function createHealth(deps: HealthDeps): Health {
+  const { registry, agent, metrics, log } = deps;
+  let options = deps.options;
   const timers: NodeJS.Timeout[] = [];
+  // Replicas checked at least once; the first check decides at once (no history to weigh).
+  const probed = new WeakSet<ReplicaState>();
+  // Replicas that joined at run time and are warmed once their first check passes.
+  const joining = new Set<string>();
   // `replica what` pairs whose endpoint is failing. Warn on the transition into failure only (a
   // broken endpoint would otherwise log every interval), count every failure.
   const failing = new Set<string>();
@@ -52,36 +92,79 @@ export function createHealth(deps: {
     if (failing.delete(`${r.name} ${what}`)) log.info({ replica: r.name, what }, 'replica endpoint readable again');
   }
 
-  for (const r of registry.replicas) metrics.replicaUp.set({ replica: r.name }, r.up ? 1 : 0);
+  // Why the replica last stopped taking traffic, for the transition's label when it returns.
+  const downCause = new Map<string, string>();
 
-  function setState(r: ReplicaState, up: boolean, cause: string, detail: string | null) {
+  function refresh(r: ReplicaState, cause = 'check') {
+    const up = r.healthy && r.ejectedUntil <= Date.now() && !r.warming;
     if (r.up === up) return;
     r.up = up;
     metrics.replicaUp.set({ replica: r.name }, up ? 1 : 0);
     metrics.healthTransitions.inc({ replica: r.name, to: up ? 'up' : 'down', cause });
     if (up) {
-      log.info({ replica: r.name, cause }, 'replica up: its prefix cache is assumed cold');
-      deps.onRecovered?.(r.name);
+      const downFor = r.downSince === null ? 0 : Date.now() - r.downSince;
+      r.downSince = null;
+      log.warn({ replica: r.name, cause, downForMs: downFor, after: downCause.get(r.name) }, 'replica back: takes traffic again');
+    } else {
+      r.downSince ??= Date.now();
+      downCause.set(r.name, cause);
+      if (!r.warming) log.warn({ replica: r.name, cause, detail: r.lastError }, 'replica out: its sessions move to their next choice');
     }
-    else log.warn({ replica: r.name, cause, detail, backoffMs: options.downBackoffMs }, 'replica down: its sessions move to their next choice');
+  }
+
+  const outlier = createOutlierDetector({ registry, metrics, log, options: () => options.outlier, changed: (r, cause) => refresh(r, cause) });
+
+  function forget(r: ReplicaState, cause: ColdReason) {
+    metrics.warmStateForgotten.inc({ replica: r.name, cause });
+    log.warn({ replica: r.name, cause }, 'replica has lost its cache: routing forgets its prefix index and pins there');
+    deps.forget(r.name, cause);
+    if (deps.warm) deps.warm(r, cause);
   }
 
   function markDown(r: ReplicaState, cause: string, detail: string) {
-    r.downUntil = nowMs() + options.downBackoffMs;
     r.lastError = `${cause}: ${detail}`;
     r.lastErrorAt = Date.now();
-    setState(r, false, cause, detail);
+    r.healthy = false;
+    r.checkSuccesses = 0;
+    refresh(r, cause);
+  }
+
+  for (const r of registry.replicas) metrics.replicaUp.set({ replica: r.name }, r.up ? 1 : 0);
+
+  /** Enough passed checks on a down replica: scrape it first, so a restart is known before it takes sessions. */
+  async function returning(r: ReplicaState) {
+    const downFor = r.downSince === null ? 0 : Date.now() - r.downSince;
+    const restarted = await scrape(r, true);
+    r.healthy = true;
+    if (joining.delete(r.name)) deps.warm?.(r, 'join');
+    else if (!restarted && r.downSince !== null && downFor > options.prefixTtlMs) forget(r, 'long_outage');
+    refresh(r, 'check');
   }
 
   async function probe(r: ReplicaState): Promise<void> {
-    if (!r.up && nowMs() < r.downUntil) return;
+    let ok = false;
+    let detail = '';
     try {
       const health = await get(agent, r, '/health', options.probeTimeoutMs);
-      if (health.status >= 300) throw new Error(`GET /health answered ${health.status}`);
-      setState(r, true, 'probe', null);
+      ok = health.status < 300;
+      if (!ok) detail = `GET /health answered ${health.status}`;
     } catch (e) {
-      if (r.up) markDown(r, 'probe', (e as Error).message);
-      else r.downUntil = nowMs() + options.downBackoffMs;
+      detail = (e as Error).message;
+    }
+    if (registry.byName(r.name) !== r) return; // left the fleet meanwhile
+    const decisive = !probed.has(r);
+    probed.add(r);
+    if (ok) {
+      r.checkFailures = 0;
+      r.checkSuccesses++;
+      if (!r.healthy && (decisive || r.checkSuccesses >= options.healthyThreshold)) await returning(r);
+    } else {
+      r.checkSuccesses = 0;
+      r.checkFailures++;
+      r.lastError = `check: ${detail}`;
+      r.lastErrorAt = Date.now();
+      // The first round has no history to weigh: a replica that does not answer starts down.
+      if (r.healthy && (decisive || r.checkFailures >= options.unhealthyThreshold)) markDown(r, 'check', detail);
       return;
     }
     try {
@@ -96,8 +179,9 @@ export function createHealth(deps: {
     }
   }
 
-  async function scrape(r: ReplicaState): Promise<void> {
-    if (!r.up) return;
+  /** Reads the replica's load and notices a restart; true when it restarted. */
+  async function scrape(r: ReplicaState, evenIfDown = false): Promise<boolean> {
+    if (!r.healthy && !evenIfDown) return false;
     try {
       const res = await get(agent, r, '/metrics', options.probeTimeoutMs);
       if (res.status !== 200) throw new Error(`GET /metrics answered ${res.status}`);
@@ -107,39 +191,74 @@ export function createHealth(deps: {
       r.running = stats.running;
       r.kvUsage = stats.kvUsage;
       if (stats.kvCapacityTokens !== null) r.kvCapacityTokens = stats.kvCapacityTokens;
+      r.lastScrapeAt = Date.now();
+      const restarted = (r.startTimeSeconds !== null && stats.startTimeSeconds !== null && stats.startTimeSeconds !== r.startTimeSeconds)
+        || (r.prefixQueries !== null && stats.prefixQueries !== null && stats.prefixQueries < r.prefixQueries);
+      r.startTimeSeconds = stats.startTimeSeconds;
+      r.prefixQueries = stats.prefixQueries;
       readable(r, 'metrics');
+      if (restarted) forget(r, 'restart');
+      return restarted;
     } catch (e) {
-      unreadable(r, 'metrics', e as Error, 'cannot read replica /metrics: routing uses gateway-side load only');
-      r.waiting = 0;
-      r.kvUsage = 0;
+      // The last figures stay: a replica that cannot be read is not an idle one. Their age shows.
+      unreadable(r, 'metrics', e as Error, 'cannot read replica /metrics: its last load figures stay, and age');
+      return false;
     }
   }
 
   const probeAll = async () => { await Promise.all(registry.replicas.map(probe)); };
-  const scrapeAll = async () => { await Promise.all(registry.replicas.map(scrape)); };
+  const scrapeAll = async () => { await Promise.all(registry.replicas.map((r) => scrape(r))); };
 
-  function every(ms: number, fn: () => Promise<void>) {
+  function every(ms: () => number, fn: () => Promise<void>) {
     let running = false;
-    const t = setInterval(() => {
-      if (running) return;
-      running = true;
-      fn().finally(() => { running = false; });
-    }, ms);
-    t.unref();
-    timers.push(t);
+    const tick = () => {
+      const t = setTimeout(() => {
+        timers.splice(timers.indexOf(t), 1);
+        if (!running) {
+          running = true;
+          fn().finally(() => { running = false; });
+        }
+        tick();
+      }, ms());
+      t.unref();
+      timers.push(t);
+    };
+    tick();
   }
 
   return {
+    observe: (r, result, detail) => outlier.observe(r, result, detail),
     markDown,
+    refresh: (r) => refresh(r, r.warming ? 'warming' : 'check'),
     probeAll,
     scrapeAll,
+    async join(r) {
+      r.healthy = false;
+      r.up = false;
+      metrics.replicaUp.set({ replica: r.name }, 0);
+      joining.add(r.name);
+      await probe(r);
+    },
+    left(r) {
+      joining.delete(r.name);
+      downCause.delete(r.name);
+      failing.delete(`${r.name} models`);
+      failing.delete(`${r.name} metrics`);
+      outlier.left(r);
+      metrics.replicaUp.remove({ replica: r.name });
+      metrics.scrapeAge.remove({ replica: r.name });
+      metrics.inflight.remove({ replica: r.name });
+      metrics.sessionsPinned.remove({ replica: r.name });
+    },
+    setOptions(o) { options = o; },
     start() {
-      every(options.probeIntervalMs, probeAll);
-      if (options.statsIntervalMs > 0) every(options.statsIntervalMs, scrapeAll);
+      every(() => options.probeIntervalMs, probeAll);
+      every(() => options.statsIntervalMs || 1_000, () => (options.statsIntervalMs > 0 ? scrapeAll() : Promise.resolve()));
     },
     stop() {
-      for (const t of timers) clearInterval(t);
+      for (const t of timers) clearTimeout(t);
       timers.length = 0;
+      outlier.stop();
     },
   };
 }

@@ -6,9 +6,14 @@ export interface VllmStats {
   kvUsage: number;
   /** num_gpu_blocks × block_size from vllm:cache_config_info; null when absent. */
   kvCapacityTokens: number | null;
+  /** process_start_time_seconds: a new value means the replica restarted (its cache is gone). */
+  startTimeSeconds: number | null;
+  /** vllm:prefix_cache_queries_total: going backwards also means a restart. */
+  prefixQueries: number | null;
 }
 
 const SAMPLE = /^(vllm:[a-z_]+)(\{[^}]*\})?\s+(\S+)/;
+const START_TIME = /^process_start_time_seconds(?:\{[^}]*\})?\s+(\S+)/m;
 
 function label(labels: string, name: string): string | null {
   const m = new RegExp(`(?:^|[{,])${name}="([^"]*)"`).exec(labels);
@@ -21,7 +26,7 @@ function label(labels: string, name: string): string | null {
  * non-vLLM upstream is noticed rather than read as idle.
  */
 export function parseVllmMetrics(text: string): VllmStats | null {
-  const s: VllmStats = { waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: null };
+  const s: VllmStats = { waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: null, startTimeSeconds: null, prefixQueries: null };
   let seen = false;
   let kvSamples = 0;
   for (const line of text.split('\n')) {
@@ -35,6 +40,7 @@ export function parseVllmMetrics(text: string): VllmStats | null {
       case 'vllm:num_requests_running': s.running += value; seen = true; break;
       case 'vllm:kv_cache_usage_perc':
       case 'vllm:gpu_cache_usage_perc': s.kvUsage += value; kvSamples++; seen = true; break;
+      case 'vllm:prefix_cache_queries_total': s.prefixQueries = (s.prefixQueries ?? 0) + value; break;
       case 'vllm:cache_config_info': {
         const blocks = Number(label(m[2] ?? '', 'num_gpu_blocks'));
         const size = Number(label(m[2] ?? '', 'block_size'));
@@ -45,5 +51,7 @@ export function parseVllmMetrics(text: string): VllmStats | null {
     }
   }
   if (kvSamples > 1) s.kvUsage /= kvSamples;
+  const start = START_TIME.exec(text);
+  if (start && Number.isFinite(Number(start[1]))) s.startTimeSeconds = Number(start[1]);
   return seen ? s : null;
 }

@@ -11,13 +11,19 @@ export interface Admission {
   acquire(r: ReplicaState): Promise<void> | null;
   release(r: ReplicaState): void;
   queuedOn(name: string): number;
+  /** A config reload: new limits for the next requests. */
+  setLimits(limits: AdmissionLimits): void;
 }
 
-export function createAdmission(opts: { maxInflight: number; maxQueued: number; timeoutMs: number }): Admission {
+export interface AdmissionLimits { maxInflight: number; maxQueued: number; timeoutMs: number }
+
+export function createAdmission(initial: AdmissionLimits): Admission {
+  let opts = initial;
   const limiters = new Map<string, Limiter>();
+  const optionsFor = (name: string) => ({ max: opts.maxInflight, maxQueued: opts.maxQueued, timeoutMs: opts.timeoutMs, what: `replica ${name}` });
   const limiterOf = (r: ReplicaState) => {
     let l = limiters.get(r.name);
-    if (l === undefined) limiters.set(r.name, (l = createLimiter({ max: opts.maxInflight, maxQueued: opts.maxQueued, timeoutMs: opts.timeoutMs, what: `replica ${r.name}` })));
+    if (l === undefined) limiters.set(r.name, (l = createLimiter(optionsFor(r.name))));
     return l;
   };
   return {
@@ -28,6 +34,10 @@ export function createAdmission(opts: { maxInflight: number; maxQueued: number; 
         return null;
       }
       return wait.then(() => { r.inflight++; });
+    },
+    setLimits(limits) {
+      opts = limits;
+      for (const [name, l] of limiters) l.configure(optionsFor(name));
     },
     release(r) {
       r.inflight--;

@@ -15,9 +15,13 @@ export interface Limiter {
   /** null when admitted at once (no promise on the common path); a wait otherwise; throws Shed when the queue is full. */
   acquire(): Promise<void> | null;
   release(): void;
+  /** A config reload: new bounds for the next requests; waiters a higher limit lets in go at once. */
+  configure(o: LimiterOptions): void;
   readonly open: number;
   readonly queued: number;
 }
+
+export interface LimiterOptions { max: number; maxQueued: number; timeoutMs: number; what: string }
 
 interface Waiter { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
 
@@ -26,11 +30,25 @@ export function retryAfterSeconds(timeoutMs: number): string {
   return String(Math.max(1, Math.ceil(timeoutMs / 1000)));
 }
 
-export function createLimiter(opts: { max: number; maxQueued: number; timeoutMs: number; what: string }): Limiter {
+export function createLimiter(initial: LimiterOptions): Limiter {
+  let opts = initial;
   let open = 0;
   const queue: Waiter[] = [];
-  const retryAfter = ['retry-after', retryAfterSeconds(opts.timeoutMs)];
+  let retryAfter = ['retry-after', retryAfterSeconds(opts.timeoutMs)];
+  const admitWaiting = () => {
+    while (queue.length > 0 && (opts.max === 0 || open < opts.max)) {
+      const next = queue.shift()!;
+      clearTimeout(next.timer);
+      open++;
+      next.resolve();
+    }
+  };
   return {
+    configure(o) {
+      opts = o;
+      retryAfter = ['retry-after', retryAfterSeconds(o.timeoutMs)];
+      admitWaiting();
+    },
     acquire() {
       if (opts.max === 0 || open < opts.max) {
         open++;

@@ -3,7 +3,7 @@ import { ResponsesSchema, STRATEGY_NAMES, type LostStateAction, type StrategyNam
 import { errors } from '../errors.js';
 import type { RequestIdentity } from '../identify/identity.js';
 import { createMemorySessionStore } from '../store/memory.js';
-import type { SessionStore } from '../store/types.js';
+import { CONVERSATION_KEY, type SessionStore } from '../store/types.js';
 import { createBrokenSessions } from './broken-sessions.js';
 import { createCostModel } from './cost-model.js';
 import { createDriftWatch } from './drift.js';
@@ -63,14 +63,14 @@ const NOTHING_WARM: ReadonlyMap<string, number> = new Map();
 export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const now = deps.now ?? Date.now;
   const random = deps.random ?? Math.random;
-  const o = resolveRoutingOptions(deps.options);
+  let o = resolveRoutingOptions(deps.options);
   const { store } = deps;
   const index = createPrefixIndex({ maxEntries: o.prefixMaxEntries, ttlMs: o.prefixTtlMs });
   const cost = createCostModel(o.prior, o.costForgetting);
   const traffic = createTraffic(o.trafficHalfLifeMs);
   const moves = createMoveLog(MAX_REMEMBERED);
   const broken = createBrokenSessions(MAX_REMEMBERED, o.prefixTtlMs);
-  const composition = compose(strategy, { options: o, cost, traffic, moves, random });
+  let composition = compose(strategy, { options: o, cost, traffic, moves, random });
   const drift = createDriftWatch(MAX_REMEMBERED);
   const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
   const stored = createStoredResponses(deps.responses?.store ?? createMemorySessionStore({ maxSessions: RESPONSES_DEFAULTS.maxRecords, ttlMs: RESPONSES_DEFAULTS.recordTtlMs }));
@@ -107,7 +107,17 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       const w = Math.min(pin.warmTokens, identity.promptTokens);
       if (w > (warm.get(pin.replica) ?? 0)) warm.set(pin.replica, w);
     }
-    return { identity, replicas, now: t, pin, warm, avoid: broken.avoid(identity.sessionKey ?? identity.placementKey, t) };
+    const conversation = identity.sessionKey === null && identity.placementKey !== null ? store.get(CONVERSATION_KEY + identity.placementKey, t) : null;
+    // Its warm prefix there counts too, as a pin's does. The pin is only rewritten when the
+    // conversation moves, so its recorded prefix is that of the turn that placed it; the replica
+    // that served the last turn holds that turn's prompt: all but the answer and the new message.
+    if (conversation !== null && t - conversation.lastSeen <= o.prefixTtlMs) {
+      const ct = identity.chainTokens;
+      const previous = ct.length >= 3 ? ct[ct.length - 3] : 0;
+      const w = Math.min(Math.max(conversation.warmTokens, previous), identity.promptTokens);
+      if (w > (warm.get(conversation.replica) ?? 0)) warm.set(conversation.replica, w);
+    }
+    return { identity, replicas, now: t, pin, warm, avoid: broken.avoid(identity.sessionKey ?? identity.placementKey, t), conversation };
   }
 
   return {
@@ -145,7 +155,11 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       index.record(identity.chain, identity.chainTokens, outcome.replica, t);
       traffic.served(outcome.replica, t);
       if (identity.sessionKey !== null) store.pin(identity.sessionKey, outcome.replica, identity.promptTokens, t);
-      else if (identity.placementKey !== null) moves.served(identity.placementKey, outcome.replica, t);
+      else if (identity.placementKey !== null) {
+        moves.served(identity.placementKey, outcome.replica, t);
+        // Shared (through a shared store) so that another gateway serving the next turn finds it.
+        store.pin(CONVERSATION_KEY + identity.placementKey, outcome.replica, identity.promptTokens, t);
+      }
       if (outcome.promptTokens !== null) cost.observeTokens(identity.promptTokens, outcome.promptTokens);
       if (outcome.replicaTtftMs === null) return;
       const s = seen.get(identity)?.get(outcome.replica);
@@ -166,9 +180,15 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     unpin: (key) => store.unpin(key),
     lastDrift: (key) => drift.last(key),
     storedResponse: (id) => stored.get(id, now()),
+    setOptions(input) {
+      // What was learned stays; the prefix index's bounds and the cost model's prior are fixed at start.
+      o = resolveRoutingOptions(input);
+      composition = compose(strategy, { options: o, cost, traffic, moves, random });
+    },
     pinsByReplica: () => store.countsByReplica(now()),
     forgetReplica(replica) {
       index.forgetReplica(replica);
+      store.forgetReplica(replica);
       moves.forgetReplica(replica);
       traffic.forget(replica);
     },

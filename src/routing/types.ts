@@ -5,6 +5,7 @@
 import type { RequestIdentity } from '../identify/identity.js';
 import type { SessionInfo } from '../store/types.js';
 import type { Drift } from './drift.js';
+import type { RoutingOptionsInput } from './options.js';
 
 /** Why a request went where it went. Bounded: used as a metric label. */
 export const ROUTE_REASONS = ['pinned', 'prefix', 'placed', 'spill', 'failover', 'round-robin', 'least-loaded', 'hash'] as const;
@@ -54,6 +55,12 @@ export interface RouteContext extends RouteRequest {
   readonly warm: ReadonlyMap<string, number>;
   /** The replica this session's last request failed on after its first byte: placed elsewhere now. */
   readonly avoid: string | null;
+  /**
+   * Keyless requests: where this conversation (by its placement key) was last served, as every
+   * gateway sharing the store knows it. It stands in for the prefix index when this gateway has
+   * not seen the conversation's earlier turns (they went through another gateway).
+   */
+  readonly conversation?: SessionInfo | null;
 }
 
 /** Narrows the candidate set; never reorders. */
@@ -131,13 +138,15 @@ export interface Router {
   session(key: string): SessionInfo | null;
   /** Admin: the last prompt drift seen for a session key, if any. */
   lastDrift(key: string): Drift | null;
+  /** A config reload: new knobs for the next decisions (throws on nonsense, like at start). */
+  setOptions(options: RoutingOptionsInput): void;
   /** Admin: remove a session's pin; true if there was one. */
   unpin(key: string): boolean;
   /** Admin: the replica recorded as holding a stored response, if any. */
   storedResponse(id: string): SessionInfo | null;
   /** Number of live pins per replica (for /admin/replicas). */
   pinsByReplica(): ReadonlyMap<string, number>;
-  /** A replica left the fleet or restarted: its cache is gone, forget what routing believed it held. */
+  /** A replica left the fleet or restarted: its cache is gone, forget what routing believed it held (prefix index, pins). */
   forgetReplica(replica: string): void;
   /** Routing state for /admin and gauges; cheap enough to call once per scrape, not per request. */
   stats(): RouterStats;

@@ -1,4 +1,4 @@
-import type { SessionInfo, SessionStore } from './types.js';
+import { isConversationKey, type SessionInfo, type SessionStore } from './types.js';
 
 export interface MemoryStoreOptions {
   /** Most pins kept; the least recently used go first. */
@@ -37,10 +37,20 @@ export function createMemorySessionStore(opts: MemoryStoreOptions): SessionStore
     countsByReplica(now) {
       const counts = new Map<string, number>();
       for (const s of pins.values()) {
-        if (expired(s, now)) continue;
+        if (expired(s, now) || isConversationKey(s.key)) continue;
         counts.set(s.replica, (counts.get(s.replica) ?? 0) + 1);
       }
       return counts;
+    },
+    keysOn(replica, now) {
+      const out: string[] = [];
+      for (const s of pins.values()) if (s.replica === replica && !expired(s, now) && !isConversationKey(s.key)) out.push(s.key);
+      return out;
+    },
+    forgetReplica(replica) {
+      let n = 0;
+      for (const [k, s] of pins) if (s.replica === replica && pins.delete(k)) n++;
+      return n;
     },
     size: () => pins.size,
     close: async () => {},

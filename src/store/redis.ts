@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.js';
 import { createMemorySessionStore } from './memory.js';
+import { redisTarget } from './redis-connect.js';
 import type { SessionStore } from './types.js';
 
 export interface RedisStoreOptions {
@@ -28,7 +29,7 @@ export interface RedisSessionStore extends SessionStore {
 }
 
 const OPS = ['connect', 'subscribe', 'pin', 'refresh', 'unpin', 'lookup', 'resync'] as const;
-const EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced'] as const;
+const EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost'] as const;
 type Op = (typeof OPS)[number];
 type Event = (typeof EVENTS)[number];
 type Conn = 'main' | 'sub';
@@ -47,17 +48,47 @@ function splitN(s: string, n: number): string[] | null {
   return out;
 }
 
-async function execAll(p: ChainableCommander): Promise<void> {
-  for (const [err] of (await p.exec()) ?? []) if (err) throw err;
+/**
+ * One atomic placement, published when written (KEYS[1] the pin; ARGV value, since, replica, ttl,
+ * mode, channel, message). `new`: SET NX —
+ * the first gateway to place a session wins (re-placing it on the same replica refreshes it).
+ * `move`: the newer move wins; two moves in the same millisecond go to the greater replica name,
+ * which every gateway applies the same way. Returns nil when written, else the winning value.
+ */
+const PLACE = `
+local cur = redis.call('GET', KEYS[1])
+if cur then
+  local bar = string.find(cur, '|', 1, true)
+  local curReplica = string.sub(cur, 1, bar - 1)
+  local bar2 = string.find(cur, '|', bar + 1, true)
+  local curSince = tonumber(string.sub(cur, bar + 1, (bar2 or 0) - 1))
+  if curReplica ~= ARGV[3] then
+    if ARGV[5] == 'new' then return cur end
+    local since = tonumber(ARGV[2])
+    if curSince > since or (curSince == since and curReplica > ARGV[3]) then return cur end
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
+redis.call('PUBLISH', ARGV[6], ARGV[7])
+return false
+`;
+
+/** Which of two pins of a session wins: the newer move, and the greater replica name on a tie (as PLACE). */
+export function newerPin(a: { since: number; replica: string }, b: { since: number; replica: string }): boolean {
+  return a.since > b.since || (a.since === b.since && a.replica > b.replica);
 }
+
+type Client = (Redis | Cluster) & { wrPlace(key: string, value: string, since: string, replica: string, ttl: string, mode: string, channel: string, message: string): Promise<string | null> };
 
 /**
  * Session pins shared between gateways through Redis, read from a local view.
  *
  * Placement is deterministic (rendezvous), so gateways already agree on every session that has not
  * moved; only moves (spill, failover, a new pin) need sharing. A move is written
- * (`SET <prefix>sess:<key> replica|since|warmTokens PX ttl`) and published on `<prefix>pins`;
- * every other gateway applies it to its view at once. A turn on an unmoved pin costs at most one
+ * (`<prefix>sess:<key>` = `replica|since|warmTokens`, PX ttl; `sess:{<key>}` on a Cluster) and
+ * published on `<prefix>pins` by one Lua script (PLACE) that also settles conflicts: a new
+ * session is SET NX, a move wins only if it is newer; the loser follows the winner. Every other
+ * gateway applies a published move to its view at once. A turn on an unmoved pin costs at most one
  * PEXPIRE per ttl/4. A local miss answers null at once (the router places by rendezvous, as any
  * gateway would) and looks the key up in the background for the next turn. Nothing here awaits
  * Redis on the request path or throws into the router; while Redis is away the local view routes,
@@ -69,7 +100,9 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
   const local = createMemorySessionStore({ maxSessions: opts.maxSessions, ttlMs });
   const instance = randomBytes(6).toString('base64url');
   const channel = `${keyPrefix}pins`;
-  const redisKey = (key: string) => `${keyPrefix}sess:${key}`;
+  const target = redisTarget(opts.url);
+  // Cluster: the session key is a hash tag, so every key of one session lands in one slot.
+  const redisKey = target.mode === 'cluster' ? (key: string) => `${keyPrefix}sess:{${key}}` : (key: string) => `${keyPrefix}sess:${key}`;
   const refreshEvery = Math.max(1, Math.floor(ttlMs / 4));
   const maxLookups = opts.maxLookups ?? 64;
   const maxPending = opts.maxPendingWrites ?? 1024;
@@ -82,10 +115,12 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     retryStrategy: (times) => Math.min(50 * 2 ** Math.min(times, 10), maxDelay),
   };
   // No offline queue: a write Redis cannot take now is counted and remembered, never buffered.
-  const main = new Redis(opts.url, { ...base, enableOfflineQueue: false, commandTimeout: 2_000 });
+  const main = target.connect({ ...base, enableOfflineQueue: false, commandTimeout: 2_000 }) as Client;
+  main.defineCommand('wrPlace', { numberOfKeys: 1, lua: PLACE });
   // The subscriber only ever sends SUBSCRIBE, so holding that until connected (however long) is
   // bounded; ioredis re-subscribes by itself after each reconnect.
-  const sub = new Redis(opts.url, { ...base, enableOfflineQueue: true, maxRetriesPerRequest: null });
+  const sub = target.connect({ ...base, enableOfflineQueue: true, maxRetriesPerRequest: null });
+  metrics.storeUp.set(0);
 
   // Every series exists from the start, so rate() alerts work before the first error.
   for (const op of OPS) metrics.storeErrors.inc({ op }, 0);
@@ -144,16 +179,36 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     }
   }
 
-  /** Writes the key's current local state (its pin, or its absence) and tells the other gateways. */
-  function publishState(key: string, what: 'pin' | 'unpin', op: Op) {
+  /**
+   * Writes the key's current local state (its pin, or its absence) and tells the other gateways.
+   * A pin is placed atomically (PLACE): a new session with SET NX, a move only if it is the newer
+   * one. A gateway that loses follows the winner from the session's next turn, and publishes nothing.
+   */
+  function publishState(key: string, what: 'pin' | 'unpin', op: Op, mode: 'new' | 'move' = 'move') {
     const s = what === 'pin' ? local.get(key, now()) : null;
     if (what === 'pin' && s === null) return; // evicted meanwhile: nothing worth sharing
-    const write = () => s !== null
-      ? main.pipeline()
-        .set(redisKey(key), `${s.replica}|${s.since}|${s.warmTokens}`, 'PX', ttlMs)
-        .publish(channel, `p|${instance}|${s.replica}|${s.since}|${s.warmTokens}|${key}`)
-      : main.pipeline().del(redisKey(key)).publish(channel, `u|${instance}|${key}`);
-    send(op, () => execAll(write()), () => count(op === 'resync' ? 'resynced' : 'published'), () => markDirty(key, what));
+    if (s === null) {
+      send(op, async () => {
+        await main.del(redisKey(key));
+        await main.publish(channel, `u|${instance}|${key}`);
+      }, () => count(op === 'resync' ? 'resynced' : 'published'), () => markDirty(key, what));
+      return;
+    }
+    send(op, () => main.wrPlace(redisKey(key), `${s.replica}|${s.since}|${s.warmTokens}`, String(s.since), s.replica, String(ttlMs), mode,
+      channel, `p|${instance}|${s.replica}|${s.since}|${s.warmTokens}|${key}`), (winner) => {
+      if (winner === null) return count(op === 'resync' ? 'resynced' : 'published');
+      const f = splitN(winner, 2);
+      if (f !== null) follow(key, f[0], Number(f[1]), Number(f[2]) || 0);
+    }, () => markDirty(key, what));
+  }
+
+  /** Another gateway placed or moved the session first: this one follows it. */
+  function follow(key: string, replica: string, since: number, warm: number) {
+    if (!Number.isFinite(since)) return;
+    const t = now();
+    local.pin(key, replica, warm, Math.min(since, t));
+    local.pin(key, replica, warm, t);
+    count('lost');
   }
 
   function refresh(key: string) {
@@ -171,7 +226,7 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     if (!Number.isFinite(since)) return false;
     const t = now();
     const cur = local.get(key, t);
-    if (cur !== null && (cur.replica === replica || cur.since > since)) return false;
+    if (cur !== null && (cur.replica === replica || newerPin(cur, { since, replica }))) return false;
     // Pinned twice: the first sets `since` to when the move happened (the spill cooldown counts from
     // there, not from when this gateway heard of it), the second marks it used now.
     local.pin(key, replica, warm, Math.min(since, t));
@@ -206,17 +261,19 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
   const subscribed = sub.subscribe(channel).catch((e: unknown) => failed('sub', 'subscribe', e));
 
   main.on('error', (e: unknown) => failed('main', 'connect', e));
+  main.on('close', () => { if (!closed) metrics.storeUp.set(0); });
   sub.on('error', (e: unknown) => failed('sub', 'subscribe', e));
   sub.on('ready', () => recovered('sub'));
   main.on('ready', () => {
-    if (!connected) log.info({ keyPrefix }, 'redis session store connected');
+    metrics.storeUp.set(1);
+    if (!connected) log.info({ keyPrefix, mode: target.mode }, 'redis session store connected');
     connected = true;
     recovered('main');
     // Moves made while Redis was away: write them now so other gateways and later lookups see them.
     resync();
   });
 
-  const whenReady = (c: Redis) => (c.status === 'ready' ? Promise.resolve() : new Promise<void>((r) => c.once('ready', () => r())));
+  const whenReady = (c: Redis | Cluster) => (c.status === 'ready' ? Promise.resolve() : new Promise<void>((r) => c.once('ready', () => r())));
 
   return {
     get(key, t) {
@@ -227,7 +284,7 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     pin(key, replica, warmTokens, t) {
       const prev = local.get(key, t);
       local.pin(key, replica, warmTokens, t);
-      if (prev === null || prev.replica !== replica) return publishState(key, 'pin', 'pin');
+      if (prev === null || prev.replica !== replica) return publishState(key, 'pin', 'pin', prev === null ? 'new' : 'move');
       // Unmoved: keep the Redis key alive, at most once per quarter TTL — on the first turn in each
       // quarter since the move, which needs no per-key state beyond the pin itself.
       if (Math.floor((t - prev.since) / refreshEvery) !== Math.floor((prev.lastSeen - prev.since) / refreshEvery)) refresh(key);
@@ -238,6 +295,9 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
       return had;
     },
     countsByReplica: (t) => local.countsByReplica(t),
+    keysOn: (replica, t) => local.keysOn(replica, t),
+    // Local only: every gateway sees the restart in the replica's /metrics itself.
+    forgetReplica: (replica) => local.forgetReplica(replica),
     size: () => local.size(),
     async ready() {
       await Promise.all([whenReady(main), whenReady(sub), subscribed]);

@@ -9,6 +9,14 @@ export interface SessionInfo {
 }
 
 /**
+ * Prefix of the store keys that pin keyless conversations (by placement key) rather than keyed
+ * sessions: a NUL, which no header value holds. Not counted as pinned sessions, not handed off.
+ */
+export const CONVERSATION_KEY = '\u0000conv:';
+
+export const isConversationKey = (key: string) => key.startsWith(CONVERSATION_KEY);
+
+/**
  * Where session pins live. Reads are synchronous (a local view); a shared implementation keeps the
  * local view fresh in the background and writes through without making the request wait.
  */
@@ -17,6 +25,10 @@ export interface SessionStore {
   pin(key: string, replica: string, warmTokens: number, now: number): void;
   unpin(key: string): boolean;
   countsByReplica(now: number): Map<string, number>;
+  /** Keys of the live pins on a replica (a drain moves each of them). */
+  keysOn(replica: string, now: number): string[];
+  /** Drops this gateway's pins on a replica whose cache is gone; returns how many. */
+  forgetReplica(replica: string): number;
   size(): number;
   close(): Promise<void>;
   /** Resolves once a shared store is connected; absent for local-only stores. */

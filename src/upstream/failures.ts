@@ -13,7 +13,7 @@ export interface Failure {
   readonly cause: string;
   /** Before any response byte: try the next-ranked replica. */
   readonly retry: boolean;
-  /** The replica could not be reached at all: mark it down. */
+  /** The replica could not be reached at all: a connect failure for outlier detection (fleet/outlier.ts). */
   readonly down: boolean;
 }
 

@@ -133,7 +133,11 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
   function attempt(i: number): void {
     if (finished) return;
     const r = deps.byName(ranked[i].name);
-    if (r === undefined) return fail(errors.internal([], null, new Error(`router ranked unknown replica ${ranked[i].name}`)));
+    if (r === undefined) {
+      // Left the fleet (DNS, config reload) since the request was routed: the next one.
+      if (i + 1 < maxAttempts) return attempt(i + 1);
+      return fail(errors.noReplica());
+    }
     replica = r;
     out.replica = r.name;
     out.attempts = i + 1;
@@ -191,6 +195,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
       onResponseStart(controller, status, headers) {
         if (status < 200) return;
         clock.upstreamHeaders = nowMs();
+        deps.health.observe(r, status >= 500 ? '5xx' : 'ok', status >= 500 ? `answered ${status}` : undefined);
         if ((status === 502 || status === 503) && !isLast) {
           controller.abort(new RetryStatus(status));
           return;
@@ -238,7 +243,8 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
   function failedBeforeResponse(r: ReplicaState, i: number, isLast: boolean, err: Error) {
     const { cause, retry, down } = failureOf(err);
     out.upstreamError = err.message;
-    if (down) deps.health.markDown(r, cause, err.message);
+    if (down) deps.health.observe(r, 'connect', err.message);
+    else if (cause === 'headers_timeout') deps.health.observe(r, 'timeout', err.message);
     deps.admission.release(r);
     admitted = false;
     if (retry && !isLast) {

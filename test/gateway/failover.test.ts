@@ -120,7 +120,7 @@ describe('sessions, failover and aborts', () => {
     }
     const replicas = (await (await request(`${g.adminUrl}/admin/replicas`)).body.json()) as { replicas: { name: string; state: string; lastError: string }[] };
     const v = replicas.replicas.find((r) => r.name === victimName)!;
-    assert.equal(v.state, 'down');
+    assert.equal(v.state, 'ejected', 'a refused connection ejects it (outlier detection)');
     assert.match(v.lastError, /connect/);
     // Later turns stay where they moved (re-pinned), and stay successful.
     const moved = await turn(g, onVictim[0]);

@@ -30,7 +30,8 @@ export async function startGateway(upstreams: string[], raw: Record<string, any>
     listen: { ...(raw.listen ?? {}), host: '127.0.0.1', port: 0 },
     admin: { ...(raw.admin ?? {}), host: '127.0.0.1', port: 0 },
     logging: { level: 'info', ...(raw.logging ?? {}) },
-    health: { probeIntervalMs: 200, downBackoffMs: 300, ...(raw.health ?? {}) },
+    health: { probeIntervalMs: 200, ...(raw.health ?? {}) },
+    outlier: { baseEjectionMs: 300, ...(raw.outlier ?? {}) },
   });
   const log = pino(loggerOptions(config.logging.level), sink);
   const gw = buildGateway(config, { log, defaultMetrics: false });

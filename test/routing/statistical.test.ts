@@ -4,6 +4,7 @@ import { rendezvousRank } from '../../src/routing/rendezvous.js';
 import { createRouter, type Strategy } from '../../src/routing/router.js';
 import type { RequestIdentity } from '../../src/identify/identity.js';
 import type { Router } from '../../src/routing/types.js';
+import { isConversationKey } from '../../src/store/types.js';
 import { chatIdentity, conversation, fleet, keyIdentity, prng, store, words, type MutableReplica } from './helpers.js';
 
 const keys = (n: number, tag = 'session') => Array.from({ length: n }, (_, i) => `${tag}-${i}`);
@@ -90,11 +91,14 @@ describe('statistical: keyless conversations stay where their cache is', () => {
    * with overlapping lifetimes (Poisson-ish arrivals, 2–4 s per answer, 3–9 s of caller speech
    * between turns). Replica TTFT follows the seed figures: 30 ms + 0.13 ms per uncached token.
    */
-  function replay(options: object): { sticky: number; followUps: number } {
+  function replay(options: object, conversationPins = true): { sticky: number; followUps: number } {
     const rand = prng(11);
     const replicas = fleet(6);
     let clock = 0;
-    const router: Router = createRouter('affinity', { store: store(), now: () => clock, random: prng(12), options });
+    const pins = store();
+    // Without conversation pins: a store that forgets where keyless conversations were served.
+    const s = conversationPins ? pins : { ...pins, pin: (k: string, ...rest: [string, number, number]) => { if (!isConversationKey(k)) pins.pin(k, ...rest); } };
+    const router: Router = createRouter('affinity', { store: s, now: () => clock, random: prng(12), options });
     const system = words(800, prng(13));
     type Ev = { at: number; run: () => void };
     const events: Ev[] = [];
@@ -141,10 +145,15 @@ describe('statistical: keyless conversations stay where their cache is', () => {
     assert.ok(sticky / followUps >= 0.95, `${((100 * sticky) / followUps).toFixed(1)}%`);
   });
 
-  it('without the prefix index (placement by first turn alone) the same replay falls short', () => {
-    const { sticky, followUps } = replay({ prefixMaxEntries: 0 });
+  it('without the prefix index and conversation pins (placement by first turn alone) the same replay falls short', () => {
+    const { sticky, followUps } = replay({ prefixMaxEntries: 0 }, false);
     console.log(`# keyless replay without the index: ${((100 * sticky) / followUps).toFixed(1)}%`);
     assert.ok(sticky / followUps < 0.95, `${((100 * sticky) / followUps).toFixed(1)}%`);
+  });
+
+  it('conversation pins alone (no prefix index) keep them too: what another gateway relies on', () => {
+    const { sticky, followUps } = replay({ prefixMaxEntries: 0 });
+    assert.ok(sticky / followUps >= 0.95, `${((100 * sticky) / followUps).toFixed(1)}%`);
   });
 });
 

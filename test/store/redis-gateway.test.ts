@@ -30,7 +30,8 @@ describe('two gateways sharing pins through Redis', () => {
       listen: { host: '127.0.0.1', port: 0 },
       admin: { host: '127.0.0.1', port: 0 },
       routing: { strategy: 'affinity' },
-      health: { probeIntervalMs: 200, downBackoffMs: 300 },
+      health: { probeIntervalMs: 200 },
+      outlier: { baseEjectionMs: 300 },
       ...(shared ? { redis: { url: redis.url, keyPrefix: 'e2e:' } } : {}),
     });
     const gw = buildGateway(config, { log: pino({ level: 'silent' }), defaultMetrics: false });

@@ -20,7 +20,7 @@ describe('stored-response records shared between gateways through Redis', () => 
       upstreams: fleet.urls.map((url) => ({ url })),
       listen: { host: '127.0.0.1', port: 0 },
       admin: { host: '127.0.0.1', port: 0 },
-      health: { probeIntervalMs: 200, downBackoffMs: 300 },
+      health: { probeIntervalMs: 200 }, outlier: { baseEjectionMs: 300 },
       ...(shared ? { redis: { url: redis.url, keyPrefix: 'resp-e2e:' } } : {}),
     });
     const gw = buildGateway(config, { log: pino({ level: 'silent' }), defaultMetrics: false });

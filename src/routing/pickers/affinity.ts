@@ -147,6 +147,10 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
           }
         }
       }
+      // Keyless, and this gateway knows nothing of the conversation beyond its system prompt:
+      // follow where it was last served, as shared by the other gateways.
+      const conv = ctx.conversation;
+      if (home < 0 && id.sessionKey === null && conv && t - conv.lastSeen <= o.prefixTtlMs) home = candidates.findIndex((r) => r.name === conv.replica);
       const picks: PickCandidate[] = candidates.map((r, i) => {
         const matched = ctx.warm.get(r.name) ?? 0;
         return { replica: r, matched, estimateMs: d.cost.estimate(r.name, id.promptTokens - matched, r.waiting, runningOf(r)), bonusMs: o.scoreMs * scores[i] };

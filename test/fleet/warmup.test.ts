@@ -1,0 +1,75 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'undici';
+import { startFleet, type SimFleet } from '../../bench/sim/index.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { counterSum, waitFor } from '../store/redis-server.js';
+
+const MODEL = 'google/gemma-4-31B-it';
+const agent = (i: number) => `Agent ${i} of the hotel chain. ${'Booking policy and tone. '.repeat(60 + 10 * i)}`;
+
+async function call(g: TestGateway, system: string, user: string) {
+  const res = await request(`${g.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: MODEL, max_tokens: 2, messages: [{ role: 'system', content: system }, { role: 'user', content: user }] }),
+  });
+  await res.body.text();
+  assert.equal(res.statusCode, 200);
+}
+
+describe('deploy warmup: a replica that comes back cold gets the hottest shared prefixes first', () => {
+  let fleet: SimFleet;
+  let g: TestGateway;
+  before(async () => {
+    fleet = await startFleet({ replicas: 2, outputTokens: { min: 2, max: 2 } });
+    g = await startGateway(fleet.urls, { health: { probeIntervalMs: 600_000, statsIntervalMs: 0 }, warmup: { topK: 2, concurrency: 1 } });
+  });
+  after(async () => {
+    await g.close();
+    await fleet.close();
+  });
+
+  it('top K by traffic, one token each, before it takes sessions; counted by reason, duration logged', async () => {
+    // Traffic: agent 0 most, then agent 1, agent 2 least.
+    for (const [i, n] of [[0, 9], [1, 6], [2, 2]] as const) for (let k = 0; k < n; k++) await call(g, agent(i), `caller ${i}-${k}`);
+    assert.equal(g.gw.fleet.hot.size(), 3);
+    assert.ok(g.gw.fleet.hot.bytes() > 0 && g.gw.fleet.hot.bytes() <= 8 * 1024 * 1024);
+    const sim = fleet.replicas[0];
+    const name = `127.0.0.1:${sim.port}`;
+    const earlier = sim.requests().length;
+    sim.fault({ kind: 'restart' });
+    const scraped = g.gw.health.scrapeAll();
+    // Out while it warms: the replica is not offered to routing.
+    await waitFor('warming', () => g.gw.registry.byName(name)!.warming || g.gw.registry.byName(name)!.up, 1_000);
+    await scraped;
+    await waitFor('back in', () => g.gw.registry.byName(name)!.up, 5_000);
+    assert.equal(await counterSum(g.gw.metrics.warmups, ['reason', 'restart']), 1);
+    const sent = sim.requests().slice(earlier);
+    assert.equal(sent.length, 2, 'the two hottest prefixes, not the third');
+    assert.ok(sent.every((r) => r.completionTokens === 1));
+    // Agent 0's prompt (~60 repeats) and agent 1's (~70), not agent 2's (~80).
+    const sizes = sent.map((r) => r.promptTokens).sort((a, b) => a - b);
+    assert.ok(sizes[1] < 490, `prompt tokens ${sizes}`); // agent 2 is ~520
+    const line = g.logs.find((l) => l.msg.startsWith('warmup done'));
+    assert.ok(line && line.reason === 'restart' && typeof line.ms === 'number' && line.prefixes === 2);
+    // The next call of the hottest agent there is warm for its system prompt.
+    for (let k = 0; k < 20 && sim.requests().length === earlier + 2; k++) await call(g, agent(0), `after ${k}`);
+    const next = sim.requests()[earlier + 2];
+    assert.ok(next.cachedTokens >= sent.find((r) => r.promptTokens === Math.min(...sent.map((x) => x.promptTokens)))!.promptTokens - 16);
+  });
+
+  it('the tracked prefixes stay within their memory budget, least used out first', async () => {
+    const { createHotPrefixes } = await import('../../src/fleet/hot-prefixes.js');
+    const { chatIdentity } = await import('../routing/helpers.js');
+    const hot = createHotPrefixes({ maxBytes: 6_000 });
+    const body = (i: number) => Buffer.from(JSON.stringify({ model: 'm', messages: [{ role: 'system', content: agent(i).slice(0, 1500) }, { role: 'user', content: 'x' }] }));
+    const seen = (i: number) => hot.seen(chatIdentity(JSON.parse(body(i).toString()).messages), '/v1/chat/completions', body(i));
+    for (let k = 0; k < 5; k++) seen(0);
+    for (let k = 0; k < 3; k++) seen(1);
+    for (let i = 2; i < 8; i++) seen(i);
+    assert.ok(hot.bytes() <= 6_000, `${hot.bytes()}`);
+    const top = hot.top(2).map((p) => JSON.parse(p.body.toString()).messages[0].content.slice(0, 9));
+    assert.deepEqual(top, ['Agent 0 o', 'Agent 1 o']);
+  });
+});
