@@ -1,4 +1,5 @@
-// Just enough inline SVG for the report: axes with ticks, line/step series, stacked bars.
+// Just enough inline SVG for the reports: axes with ticks, line/step series (filled or stacked
+// areas too), stacked bars.
 // No chart library: the report must be one self-contained file.
 
 export const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -21,6 +22,12 @@ export interface Series {
   step?: boolean;
   dash?: boolean;
   width?: number;
+  /** Fill under the line at this opacity (0–1), down to `base` or the x axis. */
+  fill?: number;
+  /** Per point, the lower edge of the fill: the series below it when areas are stacked. */
+  base?: number[];
+  /** A dot per point; by default only when there are fewer than 40. */
+  dots?: boolean;
 }
 
 export interface LineChart {
@@ -32,6 +39,8 @@ export interface LineChart {
   series: Series[];
   /** Vertical reference lines. */
   marks?: { x: number; label: string }[];
+  /** Margins around the plot, when the default room for a title and axis labels is not wanted. */
+  pad?: Partial<typeof PAD>;
 }
 
 const PAD = { l: 56, r: 16, t: 30, b: 44 };
@@ -55,31 +64,37 @@ export function niceTicks(max: number, count = 5): number[] {
 }
 
 export function lineChart(c: LineChart): string {
-  const sx = scaler(c.x, PAD.l, c.width - PAD.r);
-  const sy = scaler(c.y, c.height - PAD.b, PAD.t);
+  const pad = { ...PAD, ...c.pad };
+  const sx = scaler(c.x, pad.l, c.width - pad.r);
+  const sy = scaler(c.y, c.height - pad.b, pad.t);
   const fx = c.x.format ?? String;
   const fy = c.y.format ?? String;
   const parts: string[] = [];
-  parts.push(`<text x="${PAD.l}" y="18" class="title">${esc(c.title)}</text>`);
+  parts.push(`<text x="${pad.l}" y="18" class="title">${esc(c.title)}</text>`);
   for (const t of c.x.ticks) {
     const x = n(sx(t));
-    parts.push(`<line x1="${x}" y1="${PAD.t}" x2="${x}" y2="${c.height - PAD.b}" class="grid"/>`);
-    parts.push(`<text x="${x}" y="${c.height - PAD.b + 16}" text-anchor="middle" class="tick">${esc(fx(t))}</text>`);
+    parts.push(`<line x1="${x}" y1="${pad.t}" x2="${x}" y2="${c.height - pad.b}" class="grid"/>`);
+    parts.push(`<text x="${x}" y="${c.height - pad.b + 16}" text-anchor="middle" class="tick">${esc(fx(t))}</text>`);
   }
   for (const t of c.y.ticks) {
     const y = n(sy(t));
-    parts.push(`<line x1="${PAD.l}" y1="${y}" x2="${c.width - PAD.r}" y2="${y}" class="grid"/>`);
-    parts.push(`<text x="${PAD.l - 6}" y="${y + 4}" text-anchor="end" class="tick">${esc(fy(t))}</text>`);
+    parts.push(`<line x1="${pad.l}" y1="${y}" x2="${c.width - pad.r}" y2="${y}" class="grid"/>`);
+    parts.push(`<text x="${pad.l - 6}" y="${y + 4}" text-anchor="end" class="tick">${esc(fy(t))}</text>`);
   }
-  parts.push(`<text x="${(PAD.l + c.width - PAD.r) / 2}" y="${c.height - 8}" text-anchor="middle" class="axis">${esc(c.x.label)}</text>`);
-  parts.push(`<text transform="translate(14 ${(PAD.t + c.height - PAD.b) / 2}) rotate(-90)" text-anchor="middle" class="axis">${esc(c.y.label)}</text>`);
+  parts.push(`<text x="${(pad.l + c.width - pad.r) / 2}" y="${c.height - 8}" text-anchor="middle" class="axis">${esc(c.x.label)}</text>`);
+  parts.push(`<text transform="translate(14 ${(pad.t + c.height - pad.b) / 2}) rotate(-90)" text-anchor="middle" class="axis">${esc(c.y.label)}</text>`);
   for (const m of c.marks ?? []) {
     const x = n(sx(m.x));
-    parts.push(`<line x1="${x}" y1="${PAD.t}" x2="${x}" y2="${c.height - PAD.b}" class="mark"/>`);
-    parts.push(`<text x="${x + 4}" y="${PAD.t + 12}" class="marklabel">${esc(m.label)}</text>`);
+    parts.push(`<line x1="${x}" y1="${pad.t}" x2="${x}" y2="${c.height - pad.b}" class="mark"/>`);
+    parts.push(`<text x="${x + 4}" y="${pad.t + 12}" class="marklabel">${esc(m.label)}</text>`);
   }
   for (const s of c.series) {
     if (s.points.length === 0) continue;
+    if (s.fill && !s.step) {
+      const top = s.points.map((p) => `${n(sx(p.x))} ${n(sy(p.y))}`);
+      const bottom = s.points.map((p, i) => `${n(sx(p.x))} ${n(sy(s.base?.[i] ?? c.y.min))}`).reverse();
+      parts.push(`<path d="M${[...top, ...bottom].join(' L')} Z" fill="${s.color}" fill-opacity="${s.fill}" stroke="none"/>`);
+    }
     let d = '';
     s.points.forEach((p, i) => {
       const x = n(sx(p.x));
@@ -89,7 +104,7 @@ export function lineChart(c: LineChart): string {
       else d += ` L${x} ${y}`;
     });
     parts.push(`<path d="${d}" fill="none" stroke="${s.color}" stroke-width="${s.width ?? 2}"${s.dash ? ' stroke-dasharray="5 4"' : ''}><title>${esc(s.name)}</title></path>`);
-    if (!s.step && s.points.length < 40) {
+    if (!s.step && (s.dots ?? s.points.length < 40)) {
       for (const p of s.points) parts.push(`<circle cx="${n(sx(p.x))}" cy="${n(sy(p.y))}" r="${s.dash ? 2 : 3}" fill="${s.color}"/>`);
     }
   }
