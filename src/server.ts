@@ -26,6 +26,7 @@ import { createLogger } from './telemetry/logger.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import { throttle } from './telemetry/throttle.js';
 import { createUpstreamAgent, tlsByOrigin } from './upstream/agent.js';
+import { FAILURE_CAUSES } from './upstream/failures.js';
 
 export interface GatewayDeps {
   log?: Logger;
@@ -132,10 +133,19 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const handle = createPipeline(pipeline);
   const server = createDataPlaneServer(handle);
   // Routing state as gauges, computed when Prometheus scrapes rather than per request.
+  const zeroed = new Set<string>();
   const beforeScrape = () => {
     const pins = router.pinsByReplica();
     const t = Date.now();
     for (const r of registry.replicas) {
+      // Every replica's failure series exist from its first scrape at 0, so rate() sees a first burst.
+      if (!zeroed.has(r.name)) {
+        zeroed.add(r.name);
+        for (const cause of FAILURE_CAUSES) {
+          metrics.retries.inc({ replica: r.name, cause }, 0);
+          metrics.streamErrors.inc({ replica: r.name, cause }, 0);
+        }
+      }
       metrics.sessionsPinned.set({ replica: r.name }, pins.get(r.name) ?? 0);
       metrics.inflight.set({ replica: r.name }, r.inflight);
       metrics.queued.set({ replica: r.name }, admission.queuedOn(r.name));

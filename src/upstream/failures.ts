@@ -8,6 +8,9 @@ export class RetryStatus extends Error {
   constructor(readonly status: number) { super(`replica answered ${status}`); }
 }
 
+/** Every cause an attempt can fail with (the `cause` label of the retry and stream-error counters). */
+export const FAILURE_CAUSES = ['connect', 'connect_timeout', 'reset', 'status_502', 'status_503', 'headers_timeout', 'idle_timeout', 'malformed_response', 'queue_full', 'other'] as const;
+
 export interface Failure {
   /** Bounded: a metric label. */
   readonly cause: string;
