@@ -84,65 +84,25 @@ async function withSims<T>(count: number, opts: SimReplicaOptions, f: (rs: SimRe
   }
 }
 
-export async function refusesConnections(size: Size): Promise<Row> {
-  return withSims(3, {}, async (rs) => {
-    const g = await gateway(rs.map((r) => r.url));
+/** `count` simulated replicas behind a gateway configured with `raw`; `fault` breaks some; `total` requests, 10 at a time. */
+function simFault(fault: string, opts: { count: number; raw?: Record<string, any>; total: [short: number, full: number]; apply(rs: SimReplica[], size: Size): void }) {
+  return (size: Size): Promise<Row> => withSims(opts.count, {}, async (rs) => {
+    const g = await gateway(rs.map((r) => r.url), opts.raw);
     try {
-      rs[0].fault({ kind: 'crash' });
-      return { fault: 'a replica refuses connections', ...tally(await load(g.url, n(size, 60, 600), 10)) };
-    } finally { await g.close(); }
+      opts.apply(rs, size);
+      return { fault, ...tally(await load(g.url, n(size, ...opts.total), 10)) };
+    } finally {
+      await g.close();
+    }
   });
 }
 
-export async function hangsBeforeHeaders(size: Size): Promise<Row> {
-  return withSims(2, {}, async (rs) => {
-    const g = await gateway(rs.map((r) => r.url), { timeouts: { headersMs: 400 } });
-    try {
-      rs[0].fault({ kind: 'stall' });
-      return { fault: 'a replica hangs before headers', ...tally(await load(g.url, n(size, 40, 400), 10)) };
-    } finally { await g.close(); }
-  });
-}
-
-export async function stallsMidStream(size: Size): Promise<Row> {
-  return withSims(2, {}, async (rs) => {
-    const g = await gateway(rs.map((r) => r.url), { timeouts: { idleMs: 300 } });
-    try {
-      rs[0].fault({ kind: 'stall-mid-stream', afterChunks: 3, times: n(size, 10, 100) });
-      return { fault: 'a replica stalls mid-stream', ...tally(await load(g.url, n(size, 40, 400), 10)) };
-    } finally { await g.close(); }
-  });
-}
-
-export async function diesMidStream(size: Size, resume = false): Promise<Row> {
-  return withSims(2, {}, async (rs) => {
-    const g = await gateway(rs.map((r) => r.url), { resume: { enabled: resume } });
-    try {
-      rs[0].fault({ kind: 'die-mid-stream', afterChunks: 3, times: n(size, 10, 100) });
-      return { fault: resume ? 'a replica dies mid-stream, resume.enabled' : 'a replica dies mid-stream', ...tally(await load(g.url, n(size, 40, 400), 10)) };
-    } finally { await g.close(); }
-  });
-}
-
-export async function answers503(size: Size): Promise<Row> {
-  return withSims(2, {}, async (rs) => {
-    const g = await gateway(rs.map((r) => r.url));
-    try {
-      rs[0].fault({ kind: 'busy' });
-      return { fault: 'a replica answers 503', ...tally(await load(g.url, n(size, 40, 400), 10)) };
-    } finally { await g.close(); }
-  });
-}
-
-export async function allDown(size: Size): Promise<Row> {
-  return withSims(2, {}, async (rs) => {
-    const g = await gateway(rs.map((r) => r.url));
-    try {
-      for (const r of rs) r.fault({ kind: 'crash' });
-      return { fault: 'all replicas down', ...tally(await load(g.url, n(size, 30, 300), 10)) };
-    } finally { await g.close(); }
-  });
-}
+export const refusesConnections = simFault('a replica refuses connections', { count: 3, total: [60, 600], apply: (rs) => rs[0].fault({ kind: 'crash' }) });
+export const hangsBeforeHeaders = simFault('a replica hangs before headers', { count: 2, raw: { timeouts: { headersMs: 400 } }, total: [40, 400], apply: (rs) => rs[0].fault({ kind: 'stall' }) });
+export const stallsMidStream = simFault('a replica stalls mid-stream', { count: 2, raw: { timeouts: { idleMs: 300 } }, total: [40, 400], apply: (rs, size) => rs[0].fault({ kind: 'stall-mid-stream', afterChunks: 3, times: n(size, 10, 100) }) });
+export const diesMidStream = (resume: boolean) => simFault(resume ? 'a replica dies mid-stream, resume.enabled' : 'a replica dies mid-stream', { count: 2, raw: { resume: { enabled: resume } }, total: [40, 400], apply: (rs, size) => rs[0].fault({ kind: 'die-mid-stream', afterChunks: 3, times: n(size, 10, 100) }) });
+export const answers503 = simFault('a replica answers 503', { count: 2, total: [40, 400], apply: (rs) => rs[0].fault({ kind: 'busy' }) });
+export const allDown = simFault('all replicas down', { count: 2, total: [30, 300], apply: (rs) => { for (const r of rs) r.fault({ kind: 'crash' }); } });
 
 export async function malformed(size: Size): Promise<Row> {
   let k = 0;
@@ -301,8 +261,8 @@ export const SCENARIOS: Record<string, (size: Size) => Promise<Row>> = {
   refused: refusesConnections,
   'hang-before-headers': hangsBeforeHeaders,
   'stall-mid-stream': stallsMidStream,
-  'die-mid-stream': (s) => diesMidStream(s),
-  'die-mid-stream-resumed': (s) => diesMidStream(s, true),
+  'die-mid-stream': diesMidStream(false),
+  'die-mid-stream-resumed': diesMidStream(true),
   '503': answers503,
   'all-down': allDown,
   malformed,
