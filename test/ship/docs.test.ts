@@ -1,0 +1,25 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createMetrics } from '../../src/telemetry/metrics.js';
+
+describe('the README references', () => {
+  const readme = readFileSync('README.md', 'utf8');
+
+  it('name every metric the gateway exports, with its labels', () => {
+    const metrics = createMetrics({ defaultMetrics: false });
+    for (const m of metrics.registry.getMetricsAsArray() as unknown as { name: string; labelNames?: string[] }[]) {
+      const row = readme.split('\n').find((l) => l.startsWith(`| \`${m.name}\` |`));
+      assert.ok(row, `${m.name} is missing from the README's metrics table`);
+      for (const label of (m.labelNames ?? []).filter((l) => l !== 'le')) assert.ok(row.includes(label), `${m.name}: label ${label} not listed`);
+    }
+  });
+
+  it('keep the first lines a newcomer runs true: npm ci && npm run demo, npm test', () => {
+    const head = readme.split('\n').slice(0, 20).join('\n');
+    assert.match(head, /npm ci && npm run demo/);
+    assert.match(head, /npm test/);
+    const scripts = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts;
+    for (const s of ['demo', 'test', 'chaos', 'bench:voice', 'bench:overhead', 'bench:ab', 'bench:dashboard']) assert.ok(scripts[s], `npm run ${s} is named in the README`);
+  });
+});
