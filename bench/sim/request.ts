@@ -5,8 +5,23 @@
 import type { SimConfig } from './config.js';
 import { errors, type HttpError } from './errors.js';
 import type { ToolSpec } from './output.js';
-import type { ResponsesMeta } from './responses-request.js';
 import { contentText, renderChat, tokenizePrompt, type ChatMessage } from './tokenizer.js';
+
+/** What a Responses request carries beyond the engine's prompt: echoed in the response object, kept by the store. */
+export interface ResponsesMeta {
+  /** resp_<32 hex>, as vLLM names them. */
+  id: string;
+  instructions: string | null;
+  /** As sent (the Responses API's flat function tools). */
+  tools: unknown[];
+  toolChoice: unknown;
+  previousResponseId: string | null;
+  /** Kept in this replica's store once complete (store is true by default). */
+  store: boolean;
+  maxOutputTokens: number | null;
+  /** The messages the prompt was rendered from, stored for follow-ups. */
+  messages: ChatMessage[];
+}
 
 export interface GenRequest {
   kind: 'chat' | 'completion' | 'responses';

@@ -14,7 +14,7 @@
 import type { Usage } from './chunks.js';
 import { randomHex } from './hash.js';
 import type { TokenDelta } from './output.js';
-import type { ResponsesMeta } from './responses-request.js';
+import type { ResponsesMeta } from './request.js';
 
 export interface ResponseIdentity {
   created: number;

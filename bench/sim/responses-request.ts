@@ -8,25 +8,9 @@
 import type { SimConfig } from './config.js';
 import { errors, type HttpError } from './errors.js';
 import { randomHex } from './hash.js';
-import { checkLength, common, isObj, maxTokensField, pickTool, type GenRequest } from './request.js';
+import { checkLength, common, isObj, maxTokensField, pickTool, type GenRequest, type ResponsesMeta } from './request.js';
 import type { ResponseStore } from './response-store.js';
 import { renderChat, type ChatMessage } from './tokenizer.js';
-
-/** What a Responses request carries beyond the engine's prompt: echoed in the response object, kept by the store. */
-export interface ResponsesMeta {
-  /** resp_<32 hex>, as vLLM names them. */
-  id: string;
-  instructions: string | null;
-  /** As sent (the Responses API's flat function tools). */
-  tools: unknown[];
-  toolChoice: unknown;
-  previousResponseId: string | null;
-  /** Kept in this replica's store once complete (store is true by default). */
-  store: boolean;
-  maxOutputTokens: number | null;
-  /** The messages the prompt was rendered from, stored for follow-ups. */
-  messages: ChatMessage[];
-}
 
 type Item = Record<string, unknown>;
 
