@@ -1,7 +1,7 @@
 // The voice bench as one self-contained HTML page: inline CSS and SVG, no script, no external asset.
 
 import type { BenchResult } from '../voice/bench.js';
-import { checkReferences, type Goal, type Reference } from '../voice/goals.js';
+import { checkReferences, verdictOf, type Goal, type Reference } from '../voice/goals.js';
 import { NO_GATEWAY, ORACLE_NOTE, paramsLine } from '../voice/markdown.js';
 import { viaGateway } from '../voice/oracle.js';
 import type { StrategySummary } from '../voice/summary.js';
@@ -60,7 +60,8 @@ function summaryTables(ss: readonly StrategySummary[]): string {
 
 function goalsList(goals: readonly Goal[], refs: readonly Reference[]): string {
   const items = goals.map((g) => {
-    const [cls, word] = g.met === null ? ['na', 'not measured'] : g.met ? ['met', 'met'] : ['not', 'NOT met'];
+    const word = verdictOf(g);
+    const cls = g.met === null ? 'na' : g.met ? 'met' : 'not';
     return `<li><span class="badge ${cls}">${word}</span><b>${esc(g.name)}</b> — ${esc(g.measured)} <span class="note">(target: ${esc(g.target)})</span></li>`;
   });
   const more = refs.map((x) => `<li><span class="badge ref">reference</span><b>${esc(x.name)}</b> — ${esc(x.measured)}</li>`);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { checkGoals, checkReferences, goalLine, referenceLine } from '../../bench/voice/goals.js';
+import { checkGoals, checkReferences, goalLine, MIN_TURNS_FOR_P50, referenceLine } from '../../bench/voice/goals.js';
 import type { StrategySummary } from '../../bench/voice/summary.js';
 import { syntheticResult } from './fixtures.js';
 
@@ -31,14 +31,18 @@ test('goals on a synthetic run: each verdict follows its threshold', () => {
   assert.equal(byName(checkGoals([rr, tweak(wr, { load: { ...wr.load, maxOverAvg: 1.26 } })]), 'load').met, false);
 
   // Keyless vs keyed, on hit rate as a share of each subset's ideal, and on p50 TTFT.
-  const keys = (keylessHit: number, keylessP50: number) => checkGoals([rr, tweak(wr, {
-    keyed: { ...wr.keyed, hitRate: 0.8, idealHitRate: 0.8, ttft: { ...wr.keyed.ttft, p50: 100 } },
-    keyless: { ...wr.keyless, hitRate: keylessHit, idealHitRate: 0.8, ttft: { ...wr.keyless.ttft, p50: keylessP50 } },
+  const keys = (keylessHit: number, keylessP50: number, keylessTurns = MIN_TURNS_FOR_P50) => checkGoals([rr, tweak(wr, {
+    keyed: { ...wr.keyed, hitRate: 0.8, idealHitRate: 0.8, ttft: { ...wr.keyed.ttft, p50: 100, n: 3 * MIN_TURNS_FOR_P50 } },
+    keyless: { ...wr.keyless, hitRate: keylessHit, idealHitRate: 0.8, ttft: { ...wr.keyless.ttft, p50: keylessP50, n: keylessTurns } },
   })]);
   assert.equal(byName(keys(0.77, 105), '(hit rate)').met, true);
   assert.equal(byName(keys(0.75, 105), '(hit rate)').met, false);
   assert.equal(byName(keys(0.8, 105), 'TTFT p50').met, true);
   assert.equal(byName(keys(0.8, 106), 'TTFT p50').met, false);
+  // Too few turns for a p50 verdict: measured and shown, not judged either way.
+  const few = byName(keys(0.8, 106, MIN_TURNS_FOR_P50 - 1), 'TTFT p50');
+  assert.equal(few.met, null);
+  assert.match(goalLine(few), /^not judged .*1\.06× \(p50s of 99 and 300 turns\): too few turns/);
 });
 
 test('a goal whose strategy was not run is listed as not measured, never dropped', () => {
