@@ -58,17 +58,15 @@ async function serve(argv: string[]): Promise<number> {
   // Reload on SIGHUP and on a change to the config file. A bad new config is rejected with every
   // problem logged, and the running one stays.
   const reload = (trigger: string) => {
-    let next;
     try {
-      next = loadConfig(flags);
+      // reconfigure() reads the new replicas' CA files before it applies anything.
+      gateway.reconfigure(loadConfig(flags));
     } catch (e) {
       const problems = e instanceof ConfigError ? e.problems : [(e as Error).message];
       for (const problem of problems) gateway.log.error({ trigger, problem }, 'config reload: invalid');
       gateway.log.error({ trigger, problems: problems.length }, 'config reload rejected: the running configuration stays');
       gateway.metrics.configReloads.inc({ result: 'rejected' });
-      return;
     }
-    gateway.reconfigure(next);
   };
   process.on('SIGHUP', () => reload('SIGHUP'));
   const file = flags.config ?? flagsFromEnv(process.env).config;

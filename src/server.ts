@@ -65,12 +65,13 @@ export interface Gateway {
 }
 
 /** Keys a reload cannot change in a running gateway: listeners, the session store, the strategy, bounds sized at start. */
-const FIXED_AT_START: ((c: ResolvedConfig) => unknown)[] = [
-  (c) => c.listen, (c) => c.admin, (c) => c.auth, (c) => c.redis, (c) => c.routing.strategy, (c) => c.routing.maxSessions,
-  (c) => c.routing.sessionTtlMs, (c) => c.routing.options.prefixMaxEntries, (c) => c.routing.options.prefixTtlMs,
-  (c) => c.routing.options.prior, (c) => c.timeouts.connectMs, (c) => c.handoff.maxTotalBytes, (c) => c.handoff.maxPromptBytes, (c) => c.warmup.maxBytes,
-];
-const FIXED_NAMES = ['listen', 'admin', 'auth', 'redis', 'routing.strategy', 'routing.maxSessions', 'routing.sessionTtlMs', 'routing.options.prefixMaxEntries', 'routing.options.prefixTtlMs', 'routing.options.prior', 'timeouts.connectMs', 'handoff.maxTotalBytes', 'handoff.maxPromptBytes', 'warmup.maxBytes'];
+const FIXED_AT_START = [
+  'listen', 'admin', 'auth', 'redis', 'routing.strategy', 'routing.maxSessions', 'routing.sessionTtlMs',
+  'routing.options.prefixMaxEntries', 'routing.options.prefixTtlMs', 'routing.options.prior', 'timeouts.connectMs',
+  'handoff.maxTotalBytes', 'handoff.maxPromptBytes', 'warmup.maxBytes',
+] as const;
+
+const at = (c: ResolvedConfig, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown>)[k], c);
 
 const admissionLimitsOf = (c: ResolvedConfig) => ({ maxInflight: c.limits.maxInflightPerReplica, maxQueued: c.limits.maxQueuedPerReplica, timeoutMs: c.timeouts.queueMs });
 const globalLimitOf = (c: ResolvedConfig) => ({ max: c.limits.maxConcurrent, maxQueued: c.limits.maxQueued, timeoutMs: c.timeouts.queueMs, what: 'gateway' });
@@ -105,7 +106,9 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
         : 'stored response lost with its replica');
   };
   const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost } });
-  const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tlsByOrigin(config.upstreams) });
+  // Read when a replica's connection pool is made, on its first request: a reload adds to it.
+  const tls = tlsByOrigin(config.upstreams);
+  const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tls });
   const fleet = createFleet({ config, registry, router, store, agent, metrics, log, resolver: deps.resolver });
   const { health } = fleet;
   const admission = createAdmission(admissionLimitsOf(config));
@@ -170,8 +173,13 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     server, admin, registry, router, metrics, health, fleet, store, responseStore, agent, log,
     draining: isDraining,
     reconfigure(next) {
-      const fixed = FIXED_NAMES.filter((_, i) => JSON.stringify(FIXED_AT_START[i](next)) !== JSON.stringify(FIXED_AT_START[i](pipeline.config)));
+      // Read first: a CA file gone since the config was loaded throws before anything is applied.
+      const nextTls = tlsByOrigin(next.upstreams);
+      const fixed = FIXED_AT_START.filter((path) => JSON.stringify(at(next, path)) !== JSON.stringify(at(pipeline.config, path)));
       if (fixed.length) log.warn({ keys: fixed }, 'config reload: these settings apply only at start; the running values stay');
+      // A replica the reload adds connects with its TLS settings; one already connected keeps those
+      // it connected with.
+      for (const [origin, t] of nextTls) if (!tls.has(origin)) tls.set(origin, t);
       router.setOptions({ ...next.routing.options, prefixMaxEntries: pipeline.config.routing.options.prefixMaxEntries, prefixTtlMs: pipeline.config.routing.options.prefixTtlMs, prior: pipeline.config.routing.options.prior });
       admission.setLimits(admissionLimitsOf(next));
       globalLimit.configure(globalLimitOf(next));

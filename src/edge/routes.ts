@@ -21,7 +21,7 @@ const ROUTES: ReadonlyMap<string, Entry> = new Map<string, Entry>([
   ['/v1/models', { kind: { models: true }, methods: ['GET', 'HEAD'] }],
 ]);
 
-const PASSTHROUGH: Entry = { kind: { passthrough: true }, methods: [] };
+const PASSTHROUGH: RouteKind = { passthrough: true };
 
 /** A stored response and what can be asked of it (OpenAI's retrieve, delete, cancel, input items). */
 const STORED_RESPONSE = /^\/v1\/responses\/([^/]+)(?:\/(?:cancel|input_items))?$/;
@@ -35,5 +35,5 @@ export function routeOf(path: string, method: string): { kind: RouteKind; allowe
   if (e !== undefined) return e.methods.includes(method) ? { kind: e.kind, allowed: null } : { kind: null, allowed: e.methods };
   if (!path.startsWith('/v1/')) return null;
   const stored = path.startsWith('/v1/responses/') ? STORED_RESPONSE.exec(path) : null;
-  return { kind: stored === null ? PASSTHROUGH.kind : { passthrough: true, responseId: stored[1] }, allowed: null };
+  return { kind: stored === null ? PASSTHROUGH : { passthrough: true, responseId: stored[1] }, allowed: null };
 }

@@ -36,7 +36,8 @@ const KIND_TEXT = 0x54; // T
 const KIND_IDS = 0x49; // I
 const KIND_RESPONSES = 0x52; // R
 
-const EMPTY: Chain = { seed: '', firstUser: -1, chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0 };
+/** A request with nothing to chain (no messages, no prompt, or routed by something else). */
+export const NO_CHAIN: Chain = { seed: '', firstUser: -1, chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0 };
 
 /** Model and cache_salt: they change the seed but are not prompt text, so they add no tokens. */
 function writeSeedHead(kind: number, body: Record<string, unknown>): number {
@@ -87,7 +88,7 @@ const asRecord = (v: unknown): Record<string, unknown> | null => (v !== null && 
  */
 export function chatChain(body: Record<string, unknown>, opts: ChainOptions): Chain {
   const messages = body.messages;
-  if (!Array.isArray(messages) || messages.length === 0) return EMPTY;
+  if (!Array.isArray(messages) || messages.length === 0) return NO_CHAIN;
   const headBytes = writeSeedHead(KIND_CHAT, body);
   writeField(3, body.chat_template);
   writeField(4, body.chat_template_kwargs);
@@ -120,7 +121,7 @@ export function chatChain(body: Record<string, unknown>, opts: ChainOptions): Ch
 export function responsesChain(body: Record<string, unknown>, opts: ChainOptions): Chain {
   const input = body.input;
   const items: readonly unknown[] | null = typeof input === 'string' ? [input] : Array.isArray(input) ? input : null;
-  if (items === null || items.length === 0) return EMPTY;
+  if (items === null || items.length === 0) return NO_CHAIN;
   const headBytes = writeSeedHead(KIND_RESPONSES, body);
   writeField(3, body.instructions);
   writeField(5, body.tools);
@@ -183,10 +184,10 @@ export function completionChain(body: Record<string, unknown>, opts: ChainOption
     byteLength = prompt.length * 4;
     perToken = 4;
   } else {
-    return EMPTY;
+    return NO_CHAIN;
   }
   resetWriter();
-  if (byteLength === 0) return EMPTY;
+  if (byteLength === 0) return NO_CHAIN;
   const chain = kernelChain(byteLength, block, seed);
   const n = chain.length;
   const chainTokens = new Array<number>(n);

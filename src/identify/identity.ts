@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { defaultsOf } from '../config/defaults.js';
 import { ConfigSchema, type ResolvedConfig, type SessionKeySourceConfig } from '../config/schema.js';
 import { errors } from '../errors.js';
-import { chatChain, completionChain, responsesChain, type Chain, type ChainOptions } from './chain.js';
+import { chatChain, completionChain, NO_CHAIN, responsesChain, type Chain, type ChainOptions } from './chain.js';
 
 /** What the gateway knows of a request, computed once from the parsed body and headers. */
 export interface RequestIdentity {
@@ -190,13 +190,10 @@ export function sessionKeyOf(
 export function identityWithoutBody(headers: IncomingHttpHeaders, opts: IdentityOptions, storedResponseId: string | null = null): RequestIdentity {
   const session = sessionKeyOf(null, headers, opts);
   return {
-    kind: 'other', model: null, sessionKey: session?.key ?? null, sessionKeySource: session?.source ?? null,
-    chain: [], seed: '', firstUser: -1, chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0,
+    kind: 'other', model: null, sessionKey: session?.key ?? null, sessionKeySource: session?.source ?? null, ...NO_CHAIN,
     storedResponseId: responseIdOf(storedResponseId, null, opts), storesResponse: false,
   };
 }
-
-const NO_CHAIN: Chain = { seed: '', firstUser: -1, chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0 };
 
 function chainOf(kind: RequestKind, body: Body, storedResponseId: string | null, opts: IdentityOptions): Chain {
   switch (kind) {

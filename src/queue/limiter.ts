@@ -23,7 +23,7 @@ export interface Limiter {
 
 export interface LimiterOptions { max: number; maxQueued: number; timeoutMs: number; what: string }
 
-interface Waiter { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+interface Waiter { resolve: () => void; timer: NodeJS.Timeout }
 
 /** Retry-After for a refusal: the queue wait rounded up to seconds, at least 1. */
 export function retryAfterSeconds(timeoutMs: number): string {
@@ -60,7 +60,6 @@ export function createLimiter(initial: LimiterOptions): Limiter {
       return new Promise<void>((resolve, reject) => {
         const w: Waiter = {
           resolve,
-          reject,
           timer: setTimeout(() => {
             queue.splice(queue.indexOf(w), 1);
             reject(new Shed('queue_timeout', errors.queueTimeout([opts.timeoutMs, opts.what], null, undefined, retryAfter)));

@@ -18,8 +18,28 @@ export interface ResumeLog {
    * can no longer be resumed.
    */
   accept(chunk: Buffer): Buffer;
+  /** The stream ended: what was held back (an unterminated last event), for the client. */
+  rest(): Buffer | undefined;
   /** The answer so far, or why it cannot be continued. */
   partial(): { id: string; text: string } | NotResumable;
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/**
+ * Index just past the last blank line in `b` (an event's end), 0 when there is none. A line ends
+ * in CRLF, LF or CR (the SSE grammar): a blank line is one line end right after another. A CR
+ * that ends `b` may be half of a CRLF whose LF is in the next read: not counted yet.
+ */
+function endOfLastEvent(b: Buffer): number {
+  for (let i = b.length - 1; i > 0; i--) {
+    const c = b[i];
+    if (c !== LF && (c !== CR || i === b.length - 1)) continue;
+    const before = c === LF && b[i - 1] === CR ? i - 2 : i - 1;
+    if (before >= 0 && (b[before] === LF || b[before] === CR)) return i + 1;
+  }
+  return 0;
 }
 
 export function createResumeLog(maxBytes: number): ResumeLog {
@@ -31,21 +51,27 @@ export function createResumeLog(maxBytes: number): ResumeLog {
     accept(chunk) {
       if (over) return chunk;
       const all = held === null ? chunk : Buffer.concat([held, chunk]);
-      const end = all.lastIndexOf('\n\n');
-      const ready = end < 0 ? all.subarray(0, 0) : all.subarray(0, end + 2);
-      held = end + 2 < all.length ? Buffer.from(all.subarray(end + 2)) : null;
-      if (ready.length > 0) {
+      const end = endOfLastEvent(all);
+      const ready = all.subarray(0, end);
+      held = end < all.length ? Buffer.from(all.subarray(end)) : null;
+      if (ready.length > 0 || held !== null) {
         logged += ready.length;
-        if (logged > maxBytes) {
+        // An event that never ends is not held back without bound either.
+        if (logged + (held?.length ?? 0) > maxBytes) {
           over = true;
           events.length = 0;
           const rest = held;
           held = null;
           return rest === null ? ready : Buffer.concat([ready, rest]);
         }
-        events.push(Buffer.from(ready));
+        if (ready.length > 0) events.push(Buffer.from(ready));
       }
       return ready;
+    },
+    rest() {
+      const r = held ?? undefined;
+      held = null;
+      return r;
     },
     partial() {
       if (over) return 'too_long';
@@ -66,6 +92,9 @@ export function createResumeLog(maxBytes: number): ResumeLog {
         }
       });
       for (const e of events) reader.push(e);
+      // Every logged event ends in a blank line, but a final CR may still be taken for half a CRLF:
+      // one more line end settles it (an extra blank line dispatches nothing).
+      reader.push('\n');
       if (toolCall) return 'tool_call';
       if (unreadable || id === null) return 'unreadable';
       if (text === '') return 'nothing_sent';

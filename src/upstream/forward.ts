@@ -219,7 +219,8 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
         relay(controller, resumeLog === null ? chunk : resumeLog.accept(chunk));
       },
       onResponseEnd() {
-        res.end();
+        // The replica's last bytes, had it left its last event unterminated: held back till now.
+        res.end(resumeLog?.rest());
         finish('complete');
       },
       onResponseError(_controller, err) {

@@ -295,6 +295,31 @@ describe('defect 8: the upstream edge cases', () => {
     }
   });
 
+  it('an https replica added by a config reload connects with its CA file', async () => {
+    const tls = await startTlsFixture();
+    // Starts with a replica nothing listens on; the reload swaps in the https one.
+    const g = await startGateway(['http://127.0.0.1:1']);
+    try {
+      g.gw.reconfigure(resolveConfig({ upstreams: [{ url: tls.url, tls: { caFile: 'test/fixtures/tls/ca.pem' } }], health: { probeIntervalMs: 200 } }));
+      const deadline = Date.now() + 5_000;
+      let status = 0;
+      while (Date.now() < deadline) {
+        const res = await request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: JSON_HEADERS, body: chatBody({ stream: false }) });
+        const text = await res.body.text();
+        status = res.statusCode;
+        if (status === 200) {
+          assert.match(text, /tls-ok/);
+          break;
+        }
+        await sleep(50);
+      }
+      assert.equal(status, 200, 'the added https replica was reached with the CA from its config');
+    } finally {
+      await g.close();
+      await tls.close();
+    }
+  });
+
   it('a replica whose TLS handshake stalls is failed over within the connect timeout, not a 504', async () => {
     const tls = await startTlsFixture();
     // A TCP front for the https replica: healthy while piping, then it accepts connections and
