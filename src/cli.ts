@@ -68,11 +68,16 @@ async function serve(argv: string[]): Promise<number> {
       gateway.metrics.configReloads.inc({ result: 'rejected' });
     }
   };
-  process.on('SIGHUP', () => reload('SIGHUP'));
+  const onHangUp = () => reload('SIGHUP');
+  process.on('SIGHUP', onHangUp);
   const file = flags.config ?? flagsFromEnv(process.env).config;
-  const watcher = file ? watchConfigFile(file, () => reload('file')) : null;
+  const watcher = file
+    ? watchConfigFile(file, () => reload('file'), (err) => gateway.log.warn({ file, err: err.message }, 'config file cannot be watched: reload with SIGHUP'))
+    : null;
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
+      // A reload during the drain would reconfigure a gateway that is going away.
+      process.off('SIGHUP', onHangUp);
       watcher?.close();
       gateway.log.info({ signal }, 'shutting down');
       gateway.close().then(resolve, (e) => {

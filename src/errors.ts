@@ -56,6 +56,11 @@ export const errors = {
   upstreamStream: define('UPSTREAM_STREAM', { status: 502, type: 'server_error', code: 'upstream_stream_error', message: 'Replica %s failed mid-stream: %s' }),
   responseStateLost: define('RESPONSE_STATE_LOST', { status: 409, type: 'invalid_request_error', code: 'response_state_lost', message: 'The stored response this request continues was held by replica %s, which is %s: vLLM keeps stored responses in the memory of the replica that produced them, so no other replica can continue it. Start a new conversation, or resend the history with store: false' }),
   shuttingDown: define('SHUTTING_DOWN', { status: 503, type: 'server_error', code: 'shutting_down', message: 'The gateway is shutting down' }),
+  // The admin port's own.
+  adminTokenRequired: define('ADMIN_TOKEN_REQUIRED', { status: 401, type: 'invalid_request_error', code: 'invalid_admin_token', message: 'The admin API needs Authorization: Bearer <admin token>' }),
+  replicaNotFound: define('REPLICA_NOT_FOUND', { status: 404, type: 'not_found_error', code: 'replica_not_found', message: 'No replica of that name' }),
+  sessionNotFound: define('SESSION_NOT_FOUND', { status: 404, type: 'not_found_error', code: 'session_not_found', message: 'No pin for that session key' }),
+  responseNotFound: define('RESPONSE_NOT_FOUND', { status: 404, type: 'not_found_error', code: 'response_not_found', message: 'No record of that response id' }),
   internal: define('INTERNAL', { status: 500, type: 'server_error', code: 'internal_error', message: 'Internal gateway error' }),
 } as const;
 

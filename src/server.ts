@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Agent } from 'undici';
 import { buildAdmin } from './admin/routes.js';
-import { performanceWarnings } from './config/load.js';
+import { deepFreeze, performanceWarnings } from './config/load.js';
 import type { ResolvedConfig } from './config/schema.js';
 import { createDataPlaneServer } from './edge/listener.js';
 import { createKeyring } from './edge/api-keys.js';
@@ -67,11 +67,24 @@ export interface Gateway {
 /** Keys a reload cannot change in a running gateway: listeners, the session store, the strategy, bounds sized at start. */
 const FIXED_AT_START = [
   'listen', 'admin', 'auth', 'redis', 'routing.strategy', 'routing.maxSessions', 'routing.sessionTtlMs',
-  'routing.options.prefixMaxEntries', 'routing.options.prefixTtlMs', 'routing.options.prior', 'timeouts.connectMs',
+  'routing.options.prefixMaxEntries', 'routing.options.prefixTtlMs', 'routing.options.prior',
+  'routing.options.costForgetting', 'routing.options.trafficHalfLifeMs', 'responses', 'timeouts.connectMs',
   'handoff.maxTotalBytes', 'handoff.maxPromptBytes', 'warmup.maxBytes',
 ] as const;
 
-const at = (c: ResolvedConfig, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown>)[k], c);
+type Tree = Record<string, unknown>;
+const at = (c: ResolvedConfig, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Tree)[k], c);
+
+/** The reloaded configuration as it applies: `next`, with every setting fixed at start kept as it runs. */
+function asApplied(next: ResolvedConfig, running: ResolvedConfig): ResolvedConfig {
+  const applied = structuredClone(next) as unknown as Tree;
+  for (const path of FIXED_AT_START) {
+    const keys = path.split('.');
+    const parent = keys.slice(0, -1).reduce<Tree>((v, k) => v[k] as Tree, applied);
+    parent[keys[keys.length - 1]] = at(running, path);
+  }
+  return deepFreeze(applied) as unknown as ResolvedConfig;
+}
 
 const admissionLimitsOf = (c: ResolvedConfig) => ({ maxInflight: c.limits.maxInflightPerReplica, maxQueued: c.limits.maxQueuedPerReplica, timeoutMs: c.timeouts.queueMs });
 const globalLimitOf = (c: ResolvedConfig) => ({ max: c.limits.maxConcurrent, maxQueued: c.limits.maxQueued, timeoutMs: c.timeouts.queueMs, what: 'gateway' });
@@ -86,14 +99,14 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const store = deps.store ?? (config.redis.url
     ? createRedisSessionStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
     : createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs }));
-  // The local store is always there; a shared one reports its own connection.
-  if (!config.redis.url) metrics.storeUp.set(1);
   // A second SessionStore, of response id → replica: bounded, TTL'd and shared like the pins, under
   // its own key prefix and channel.
   const rc = config.responses;
   const responseStore = deps.responseStore ?? (config.redis.url
-    ? createRedisSessionStore({ url: config.redis.url, keyPrefix: `${config.redis.keyPrefix}resp:`, maxSessions: rc.maxRecords, ttlMs: rc.recordTtlMs, metrics, log })
+    ? createRedisSessionStore({ url: config.redis.url, store: 'responses', keyPrefix: `${config.redis.keyPrefix}resp:`, maxSessions: rc.maxRecords, ttlMs: rc.recordTtlMs, metrics, log })
     : createMemorySessionStore({ maxSessions: rc.maxRecords, ttlMs: rc.recordTtlMs }));
+  // A local store is always there; a shared one reports its own connection.
+  if (!config.redis.url) for (const s of ['sessions', 'responses']) metrics.storeUp.set({ store: s }, 1);
   for (const reason of STATE_LOST_REASONS) metrics.stateLost.inc({ reason }, 0);
   const lostWarning = throttle(10_000);
   const onStateLost = (reason: StateLostReason, replica: string | null) => {
@@ -109,9 +122,9 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   // Read when a replica's connection pool is made, on its first request: a reload adds to it.
   const tls = tlsByOrigin(config.upstreams);
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tls });
-  const fleet = createFleet({ config, registry, router, store, agent, metrics, log, resolver: deps.resolver });
-  const { health } = fleet;
   const admission = createAdmission(admissionLimitsOf(config));
+  const fleet = createFleet({ config, registry, router, store, agent, metrics, log, resolver: deps.resolver, forgetAdmission: admission.forget });
+  const { health } = fleet;
 
   let draining = false;
   const isDraining = () => draining;
@@ -140,6 +153,8 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const beforeScrape = () => {
     const pins = router.pinsByReplica();
     const t = Date.now();
+    // Replicas that left: zeroed again should they come back (their series are removed, fleet/membership.ts).
+    if (zeroed.size > registry.replicas.length) for (const name of zeroed) if (registry.byName(name) === undefined) zeroed.delete(name);
     for (const r of registry.replicas) {
       // Every replica's failure series exist from its first scrape at 0, so rate() sees a first burst.
       if (!zeroed.has(r.name)) {
@@ -180,13 +195,14 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       // A replica the reload adds connects with its TLS settings; one already connected keeps those
       // it connected with.
       for (const [origin, t] of nextTls) if (!tls.has(origin)) tls.set(origin, t);
-      router.setOptions({ ...next.routing.options, prefixMaxEntries: pipeline.config.routing.options.prefixMaxEntries, prefixTtlMs: pipeline.config.routing.options.prefixTtlMs, prior: pipeline.config.routing.options.prior });
-      admission.setLimits(admissionLimitsOf(next));
-      globalLimit.configure(globalLimitOf(next));
-      fleet.reconfigure(next);
-      pipeline.config = next;
-      pipeline.identity = identityOptionsOf(next);
-      log.level = next.logging.level;
+      const applied = asApplied(next, pipeline.config);
+      router.setOptions(applied.routing.options);
+      admission.setLimits(admissionLimitsOf(applied));
+      globalLimit.configure(globalLimitOf(applied));
+      fleet.reconfigure(applied);
+      pipeline.config = applied;
+      pipeline.identity = identityOptionsOf(applied);
+      log.level = applied.logging.level;
       metrics.configReloads.inc({ result: 'applied' });
       log.warn({ replicas: next.upstreams.map((u) => u.name) }, 'config reloaded');
     },
@@ -208,14 +224,14 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       draining = true;
       metrics.draining.set(1);
       fleet.stop();
-      log.info({ open: open.size, drainMs: config.timeouts.drainMs }, 'draining: no new requests, waiting for open streams');
+      log.info({ open: open.size, drainMs: pipeline.config.timeouts.drainMs }, 'draining: no new requests, waiting for open streams');
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
       const drained = Promise.allSettled([...open]);
       let timer: NodeJS.Timeout | undefined;
       const timedOut = await Promise.race([
         drained.then(() => false),
-        new Promise<boolean>((r) => { timer = setTimeout(() => r(true), config.timeouts.drainMs); }),
+        new Promise<boolean>((r) => { timer = setTimeout(() => r(true), pipeline.config.timeouts.drainMs); }),
       ]);
       clearTimeout(timer);
       if (timedOut) log.warn({ open: open.size }, 'drain timeout: closing the remaining streams');

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { errorBody, errors, type WarmrouteError } from '../errors.js';
 import type { Registry, ReplicaState } from '../fleet/registry.js';
 import type { Router } from '../routing/types.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -39,6 +40,12 @@ function stateOf(r: ReplicaState, now: number): string {
   return r.ejectedUntil > now ? 'ejected' : 'down';
 }
 
+/** An error from errors.ts, in OpenAI's shape with its own headers, as the data plane answers them. */
+function sendError(reply: FastifyReply, err: WarmrouteError): FastifyReply {
+  for (let i = 0; i < err.headers.length; i += 2) reply.header(err.headers[i], err.headers[i + 1]);
+  return reply.code(err.statusCode).type('application/json').send(errorBody(err));
+}
+
 /** The admin listener: metrics, probes and fleet/session inspection, on its own port. */
 export function buildAdmin(deps: AdminDeps): FastifyInstance {
   const { registry, router, metrics } = deps;
@@ -51,7 +58,7 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
     app.addHook('onRequest', (req, reply, done) => {
       const q = req.url.indexOf('?');
       if (OPEN_PATHS.has(q < 0 ? req.url : req.url.slice(0, q)) || bearerMatches(req.headers.authorization, want)) return done();
-      reply.code(401).header('www-authenticate', 'Bearer').send({ error: { message: 'The admin API needs Authorization: Bearer <admin token>', type: 'invalid_request_error', param: null, code: 'invalid_admin_token' } });
+      void sendError(reply, errors.adminTokenRequired([], null, undefined, ['www-authenticate', 'Bearer']));
     });
   }
 
@@ -99,7 +106,7 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
   for (const verb of ['drain', 'undrain'] as const) {
     app.post<{ Params: { name: string } }>(`/admin/replicas/:name/${verb}`, async (req, reply) => {
       const ok = deps.drains?.[verb](req.params.name) ?? false;
-      if (!ok) return reply.code(404).send({ error: { message: 'no replica of that name', type: 'not_found_error', param: 'name', code: 'replica_not_found' } });
+      if (!ok) return sendError(reply, errors.replicaNotFound([], 'name'));
       const r = registry.byName(req.params.name)!;
       return reply.code(202).send({ name: r.name, state: stateOf(r, Date.now()), drain: r.drain });
     });
@@ -119,7 +126,7 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
   app.get<{ Params: { key: string } }>('/admin/sessions/:key', async (req, reply) => {
     const s = router.session(req.params.key);
     const d = router.lastDrift(req.params.key);
-    if (!s && !d) return reply.code(404).send({ error: { message: 'no pin for that session key', type: 'not_found_error', param: 'key', code: 'session_not_found' } });
+    if (!s && !d) return sendError(reply, errors.sessionNotFound([], 'key'));
     const lastDrift = d === null ? null : { where: d.where, message: d.message, at: new Date(d.at).toISOString() };
     return s ? { ...s, since: new Date(s.since).toISOString(), lastSeen: new Date(s.lastSeen).toISOString(), lastDrift } : { key: req.params.key, replica: null, lastDrift };
   });
@@ -129,7 +136,7 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
   });
   app.get<{ Params: { id: string } }>('/admin/responses/:id', async (req, reply) => {
     const r = router.storedResponse(req.params.id);
-    if (!r) return reply.code(404).send({ error: { message: 'no record of that response id', type: 'not_found_error', param: 'id', code: 'response_not_found' } });
+    if (!r) return sendError(reply, errors.responseNotFound([], 'id'));
     return { id: r.key, replica: r.replica, storedAt: new Date(r.since).toISOString(), lastSeen: new Date(r.lastSeen).toISOString() };
   });
   return app;

@@ -142,6 +142,8 @@ export function resolveConfig(raw: Raw): ResolvedConfig {
   for (const [i, u] of upstreams.entries()) {
     if (seen.has(u.name)) problems.push(`/upstreams/${i}/name: duplicate replica name ${u.name}`);
     seen.add(u.name);
+    // A DNS name's members are reached over plain http (discovery/memberOf): TLS settings would be ignored.
+    if (u.url.startsWith('dns:') && u.tls) problems.push(`/upstreams/${i}/tls: not supported on a dns:// upstream (its replicas are reached over http)`);
   }
   if (problems.length) throw new ConfigError(problems);
   return deepFreeze({ ...value, upstreams });
@@ -160,7 +162,7 @@ export function performanceWarnings(c: ResolvedConfig): string[] {
   return w;
 }
 
-function deepFreeze<T>(o: T): T {
+export function deepFreeze<T>(o: T): T {
   if (o && typeof o === 'object') {
     for (const v of Object.values(o)) deepFreeze(v);
     Object.freeze(o);

@@ -9,7 +9,7 @@ const SETTLE_MS = 200;
  * Calls `changed` once a config file has changed and settled. Watches the folder, not the file: a
  * file replaced by a rename (vim, Kubernetes ConfigMap symlink swaps) keeps being noticed.
  */
-export function watchConfigFile(path: string, changed: () => void): { close(): void } {
+export function watchConfigFile(path: string, changed: () => void, unwatchable: (err: Error) => void): { close(): void } {
   const name = basename(path);
   let timer: NodeJS.Timeout | null = null;
   let watcher: FSWatcher | null = null;
@@ -18,8 +18,10 @@ export function watchConfigFile(path: string, changed: () => void): { close(): v
       if (file !== null && file !== name && !String(file).startsWith('..')) return;
       if (timer) clearTimeout(timer);
       timer = setTimeout(() => { timer = null; changed(); }, SETTLE_MS);
+      timer.unref();
     });
-  } catch {
+  } catch (e) {
+    unwatchable(e as Error);
     return { close() {} };
   }
   return {

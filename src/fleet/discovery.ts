@@ -2,6 +2,7 @@ import { Resolver } from 'node:dns/promises';
 import { isIPv6 } from 'node:net';
 import type { Logger } from 'pino';
 import type { UpstreamConfig } from '../config/schema.js';
+import type { Metrics } from '../telemetry/metrics.js';
 import type { Membership } from './membership.js';
 
 export interface DiscoveryOptions {
@@ -55,19 +56,22 @@ export function systemResolver(servers: readonly string[]): AddressResolver {
 export function createDiscovery(deps: {
   membership: Membership;
   log: Logger;
+  metrics: Metrics;
   upstreams: readonly UpstreamConfig[];
   options: DiscoveryOptions;
   /** Tests inject one; otherwise node's resolver with options.servers. */
   resolver?: AddressResolver;
 }): Discovery {
-  const { membership, log } = deps;
+  const { membership, log, metrics } = deps;
+  for (const reason of ['lookup_failed', 'empty_answer']) metrics.discoveryFallbacks.inc({ reason }, 0);
   let options = deps.options;
   let resolver = deps.resolver ?? systemResolver(options.servers);
   let upstreams = deps.upstreams.filter((u) => u.url.startsWith('dns:'));
   // Members (replica names) per dns:// upstream name.
   const members = new Map<string, Set<string>>();
   let timer: NodeJS.Timeout | null = null;
-  const failing = new Set<string>();
+  // Upstreams whose last refresh kept the old addresses, and why: logged when that starts and ends.
+  const failing = new Map<string, 'lookup_failed' | 'empty_answer'>();
 
   async function lookup(host: string): Promise<string[]> {
     const family = async (f: () => Promise<string[]>) => {
@@ -88,21 +92,24 @@ export function createDiscovery(deps: {
     try {
       ips = await lookup(host);
     } catch (e) {
-      if (!failing.has(u.name)) log.warn({ upstream: u.name, host, err: (e as Error).message }, 'DNS lookup failed: keeping the last known addresses');
-      failing.add(u.name);
+      metrics.discoveryFallbacks.inc({ reason: 'lookup_failed' });
+      if (failing.get(u.name) !== 'lookup_failed') log.warn({ upstream: u.name, host, err: (e as Error).message }, 'DNS lookup failed: keeping the last known addresses');
+      failing.set(u.name, 'lookup_failed');
       return;
     }
-    if (failing.delete(u.name)) log.info({ upstream: u.name, host }, 'DNS lookups succeed again');
     const had = members.get(u.name) ?? new Set<string>();
     if (ips.length === 0 && had.size > 0) {
-      log.warn({ upstream: u.name, host, kept: had.size }, 'DNS name resolves to nothing: keeping the last known addresses');
+      metrics.discoveryFallbacks.inc({ reason: 'empty_answer' });
+      if (failing.get(u.name) !== 'empty_answer') log.warn({ upstream: u.name, host, kept: had.size }, 'DNS name resolves to nothing: keeping the last known addresses');
+      failing.set(u.name, 'empty_answer');
       return;
     }
+    if (failing.delete(u.name)) log.info({ upstream: u.name, host }, 'DNS answers again: the addresses follow it');
     const now = new Set<string>();
     for (const ip of ips) {
       const m = memberOf(u, ip, port);
-      now.add(m.name);
-      if (!had.has(m.name)) membership.join(m, { upstream: u.name, kind: 'dns' });
+      // Only this upstream's own members are tracked, so only they can be made to leave by it.
+      if (had.has(m.name) || membership.join(m, { upstream: u.name, kind: 'dns' })) now.add(m.name);
     }
     for (const name of had) if (!now.has(name)) membership.leave(name, 'dns');
     members.set(u.name, now);

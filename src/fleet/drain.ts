@@ -60,6 +60,7 @@ export function createDrains(deps: {
     p.pending--;
     if (outcome === 'warmed') p.warmed++;
     else if (outcome === 'failed') p.failed++;
+    else if (outcome === 'no_target') p.noTarget++;
     else p.movedCold++;
   }
 
@@ -69,7 +70,10 @@ export function createDrains(deps: {
     let target;
     try {
       target = router.route({ identity: last.identity, replicas: registry.views }).ranked[0];
-    } catch {
+    } catch (e) {
+      // No replica to take it (none healthy, or none serving its model): counted, and named once
+      // per drain in its summary line.
+      p.firstError ??= (e as Error).message;
       return count(p, 'no_target');
     }
     const to = registry.byName(target.name);
@@ -77,7 +81,8 @@ export function createDrains(deps: {
     let body: Buffer;
     try {
       body = oneTokenBody(JSON.parse(last.body.toString('utf8')) as Record<string, unknown>);
-    } catch {
+    } catch (e) {
+      p.firstError ??= `the last prompt could not be read back: ${(e as Error).message}`;
       return count(p, 'failed');
     }
     const res = await replay(deps.agent, to, last.target, body, options.timeoutMs);
@@ -98,7 +103,7 @@ export function createDrains(deps: {
     const t0 = performance.now();
     await pool(keys, options.concurrency, (k) => handOff(r, p, k), () => r.drain !== p);
     p.finishedAt = Date.now();
-    log.warn({ replica: r.name, cause: p.cause, sessions: p.sessions, warmed: p.warmed, cold: p.movedCold, failed: p.failed, ms: Math.round(performance.now() - t0) }, 'drain: pinned sessions handed off');
+    log.warn({ replica: r.name, cause: p.cause, sessions: p.sessions, warmed: p.warmed, cold: p.movedCold, failed: p.failed, noTarget: p.noTarget, err: p.firstError ?? undefined, ms: Math.round(performance.now() - t0) }, 'drain: pinned sessions handed off');
   }
 
   return {
@@ -108,7 +113,7 @@ export function createDrains(deps: {
       if (r.draining) return true;
       r.draining = true;
       metrics.fleetChanges.inc({ change: 'drain' });
-      const p: DrainProgress = { startedAt: Date.now(), cause, handoff: options.enabled && deps.lastPrompts !== null, sessions: 0, warmed: 0, movedCold: 0, failed: 0, pending: 0, finishedAt: null };
+      const p: DrainProgress = { startedAt: Date.now(), cause, handoff: options.enabled && deps.lastPrompts !== null, sessions: 0, warmed: 0, movedCold: 0, failed: 0, noTarget: 0, pending: 0, finishedAt: null, firstError: null };
       r.drain = p;
       log.warn({ replica: name, cause, handoff: p.handoff, inflight: r.inflight }, 'drain: no new sessions; in-flight streams finish; pinned sessions move');
       const done = run(r, p).finally(() => { if (running.get(name) === done) running.delete(name); });

@@ -55,11 +55,13 @@ export function createFleet(deps: {
   metrics: Metrics;
   log: Logger;
   resolver?: AddressResolver;
+  /** Told when a replica has left, so its admission queue goes too. */
+  forgetAdmission: (name: string) => void;
 }): Fleet {
   const { registry, router, store, agent, metrics, log } = deps;
   let config = deps.config;
-  for (const reason of ['join', 'restart', 'long_outage']) metrics.warmups.inc({ reason }, 0);
-  for (const change of ['joined', 'left', 'drain']) metrics.fleetChanges.inc({ change }, 0);
+  for (const reason of ['join', 'restart', 'long_outage']) for (const outcome of ['done', 'incomplete']) metrics.warmups.inc({ reason, outcome }, 0);
+  for (const change of ['joined', 'left', 'drain', 'name_conflict']) metrics.fleetChanges.inc({ change }, 0);
 
   const lastPrompts = createLastPrompts(config.handoff);
   const hot = createHotPrefixes(config.warmup);
@@ -73,8 +75,8 @@ export function createFleet(deps: {
     warm: (r, reason) => void warmup.warm(r, reason),
   });
   const drains = createDrains({ registry, router, store, lastPrompts, agent, health, metrics, log, options: config.handoff });
-  const membership = createMembership({ registry, health, drains, router, metrics, log, drainMs: () => config.timeouts.drainMs });
-  const discovery = createDiscovery({ membership, log, upstreams: config.upstreams, options: config.discovery, resolver: deps.resolver });
+  const membership = createMembership({ registry, health, drains, router, metrics, log, drainMs: () => config.timeouts.drainMs, forgetAdmission: deps.forgetAdmission });
+  const discovery = createDiscovery({ membership, log, metrics, upstreams: config.upstreams, options: config.discovery, resolver: deps.resolver });
 
   return {
     health, drains, membership, discovery, warmup, lastPrompts, hot,

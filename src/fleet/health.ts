@@ -249,6 +249,7 @@ export function createHealth(deps: HealthDeps): Health {
       metrics.scrapeAge.remove({ replica: r.name });
       metrics.inflight.remove({ replica: r.name });
       metrics.sessionsPinned.remove({ replica: r.name });
+      metrics.queued.remove({ replica: r.name });
     },
     setOptions(o) { options = o; },
     start() {

@@ -20,15 +20,19 @@ export interface HotPrefixes {
 
 // Halve every count after this many requests: yesterday's agents give way to today's.
 const DECAY_EVERY = 10_000;
+// Prefixes seen once, remembered by link (oldest forgotten first) until they are seen again.
+const MAX_CANDIDATES = 4_096;
 
 /**
  * The shared prefixes traffic uses most — the system messages and tools before a chat's first
  * user turn, as identified by their chain link — kept as ready-made one-token requests within a
- * memory budget. A known prefix costs one Map lookup per request; a new one is built once (its
- * body parsed and the system part re-encoded), and past the budget the least used go first.
+ * memory budget. A known prefix costs one Map lookup per request. A new one is built (its body
+ * parsed and the system part re-encoded) on its second sighting, so a prefix that never repeats
+ * (a timestamp in the system prompt) costs no parse; past the budget the least used go first.
  */
 export function createHotPrefixes(opts: { maxBytes: number }): HotPrefixes {
   const byLink = new Map<string, HotPrefix>();
+  const candidates = new Set<string>();
   let bytes = 0;
   let seenSinceDecay = 0;
 
@@ -60,11 +64,16 @@ export function createHotPrefixes(opts: { maxBytes: number }): HotPrefixes {
         known.hits++;
         return;
       }
+      if (!candidates.delete(chain[j])) {
+        candidates.add(chain[j]);
+        if (candidates.size > MAX_CANDIDATES) candidates.delete(candidates.values().next().value as string);
+        return;
+      }
       let prefix: HotPrefix;
       try {
         const parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
         const messages = (parsed.messages as unknown[]).slice(0, j + 1);
-        prefix = { target, body: oneTokenBody({ ...parsed, messages }), tokens: identity.sharedTokens, hits: 1 };
+        prefix = { target, body: oneTokenBody({ ...parsed, messages }), tokens: identity.sharedTokens, hits: 2 };
       } catch {
         return;
       }

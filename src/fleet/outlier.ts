@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.js';
+import { throttle } from '../telemetry/throttle.js';
 import type { Registry, ReplicaState } from './registry.js';
 
 /** One attempt's result on a replica, as the forwarder saw it. Bounded: the ejection cause label. */
@@ -46,6 +47,7 @@ export function createOutlierDetector(deps: {
 }): OutlierDetector {
   const { registry, metrics, log } = deps;
   const timers = new Map<string, NodeJS.Timeout>();
+  const skippedWarning = throttle(10_000);
 
   function ejectedNow(): number {
     const t = Date.now();
@@ -63,9 +65,13 @@ export function createOutlierDetector(deps: {
     // two still loses a replica that refuses every connection.
     const share = Math.floor((o.maxEjectionPercent / 100) * registry.replicas.length);
     const allowed = o.maxEjectionPercent > 0 ? Math.max(1, share) : 0;
-    if (ejectedNow() + 1 > allowed) {
+    const ejected = ejectedNow();
+    if (ejected + 1 > allowed) {
+      // Counted every time; logged at most once per interval: in a fleet-wide outage every failed
+      // request lands here.
       metrics.ejectionsSkipped.inc({ cause });
-      log.warn({ replica: r.name, cause, ejected: ejectedNow(), allowed }, 'outlier not ejected: outlier.maxEjectionPercent of the fleet is already out');
+      const suppressed = skippedWarning();
+      if (suppressed !== null) log.warn({ replica: r.name, cause, ejected, allowed, suppressed }, 'outlier not ejected: outlier.maxEjectionPercent of the fleet is already out');
       return;
     }
     if (r.ejections > 0 && t - r.lastEjectedAt > o.forgetAfterMs) r.ejections = 0;

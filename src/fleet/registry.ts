@@ -15,12 +15,18 @@ export interface DrainProgress {
   readonly handoff: boolean;
   /** Pinned sessions found on the replica when the drain began. */
   sessions: number;
-  /** Handed off warm, moved cold (nothing to replay, or handoff off), failed, still waiting. */
+  /**
+   * Handed off warm, moved cold (nothing to replay, or handoff off), failed (the replay failed:
+   * moved cold), no target (routing found no other replica: the pin stays), still waiting.
+   */
   warmed: number;
   movedCold: number;
   failed: number;
+  noTarget: number;
   pending: number;
   finishedAt: number | null;
+  /** The first reason a session could not be handed off, for the drain's summary line. */
+  firstError: string | null;
 }
 
 /** A replica's live state. Routing reads it as a ReplicaView; fleet/ updates it in place. */

@@ -67,10 +67,11 @@ export function createWarmup(deps: {
       r.warming = false;
       deps.health().refresh(r);
     }
-    metrics.warmups.inc({ reason });
     const ms = Math.round(performance.now() - t0);
     const tokens = prefixes.reduce((s, p) => s + p.tokens, 0);
-    if (failed > 0 || ok < prefixes.length) log.warn({ replica: r.name, reason, prefixes: prefixes.length, ok, failed, tokens, ms, err: lastError }, 'warmup incomplete: the replica takes sessions anyway');
+    const complete = failed === 0 && ok === prefixes.length;
+    metrics.warmups.inc({ reason, outcome: complete ? 'done' : 'incomplete' });
+    if (!complete) log.warn({ replica: r.name, reason, prefixes: prefixes.length, ok, failed, tokens, ms, err: lastError }, 'warmup incomplete: the replica takes sessions anyway');
     else log.info({ replica: r.name, reason, prefixes: ok, tokens, ms }, 'warmup done: the replica takes sessions');
   }
 

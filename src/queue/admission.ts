@@ -4,7 +4,7 @@ import { createLimiter, type Limiter } from './limiter.js';
 /**
  * Admission per replica: at most limits.maxInflightPerReplica requests open on each, a bounded
  * queue behind it (limits.maxQueuedPerReplica, timeouts.queueMs). Owns ReplicaState.inflight (the
- * inflight gauge reads it at scrape time). One limiter per replica name: bounded by the fleet.
+ * inflight gauge reads it at scrape time). One limiter per replica in the fleet: a replica's goes when it leaves.
  */
 export interface Admission {
   /** null when admitted at once; a wait otherwise; throws Shed when the replica's queue is full. */
@@ -13,6 +13,8 @@ export interface Admission {
   queuedOn(name: string): number;
   /** A config reload: new limits for the next requests. */
   setLimits(limits: AdmissionLimits): void;
+  /** A replica left the fleet (it has nothing in flight, or its drain time ran out). */
+  forget(name: string): void;
 }
 
 export interface AdmissionLimits { maxInflight: number; maxQueued: number; timeoutMs: number }
@@ -44,5 +46,6 @@ export function createAdmission(initial: AdmissionLimits): Admission {
       limiterOf(r).release();
     },
     queuedOn: (name) => limiters.get(name)?.queued ?? 0,
+    forget: (name) => void limiters.delete(name),
   };
 }

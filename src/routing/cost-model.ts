@@ -28,6 +28,8 @@ export interface CostModel {
   observeTokens(estimated: number, reported: number): void;
   tokenScale(): number;
   params(replica: string): ReplicaCost;
+  /** A replica that left the fleet: its fit goes (a restart keeps it: same hardware, same costs). */
+  remove(replica: string): void;
   snapshot(): Map<string, ReplicaCost>;
 }
 
@@ -129,6 +131,8 @@ export function createCostModel(prior: RoutingOptions['prior'], forgetting: numb
     },
 
     tokenScale: () => scale,
+
+    remove: (replica) => void fits.delete(replica),
 
     params(replica) {
       const f = fits.get(replica);

@@ -120,6 +120,13 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     return { identity, replicas, now: t, pin, warm, avoid: broken.avoid(identity.sessionKey ?? identity.placementKey, t), conversation };
   }
 
+  function forgetReplica(replica: string) {
+    index.forgetReplica(replica);
+    store.forgetReplica(replica);
+    moves.forgetReplica(replica);
+    traffic.forget(replica);
+  }
+
   return {
     strategy,
 
@@ -186,11 +193,10 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       composition = compose(strategy, { options: o, cost, traffic, moves, random });
     },
     pinsByReplica: () => store.countsByReplica(now()),
-    forgetReplica(replica) {
-      index.forgetReplica(replica);
-      store.forgetReplica(replica);
-      moves.forgetReplica(replica);
-      traffic.forget(replica);
+    forgetReplica,
+    replicaLeft(replica) {
+      forgetReplica(replica);
+      cost.remove(replica);
     },
     stats: () => ({
       prefixEntries: index.size(),

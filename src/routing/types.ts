@@ -148,6 +148,8 @@ export interface Router {
   pinsByReplica(): ReadonlyMap<string, number>;
   /** A replica left the fleet or restarted: its cache is gone, forget what routing believed it held (prefix index, pins). */
   forgetReplica(replica: string): void;
+  /** A replica left the fleet for good: forgotten as above, and its learned costs dropped too. */
+  replicaLeft(replica: string): void;
   /** Routing state for /admin and gauges; cheap enough to call once per scrape, not per request. */
   stats(): RouterStats;
 }

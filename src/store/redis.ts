@@ -6,8 +6,13 @@ import { createMemorySessionStore } from './memory.js';
 import { redisTarget } from './redis-connect.js';
 import type { SessionStore } from './types.js';
 
+/** Which of the gateway's two stores (a metric label). */
+export type StoreName = 'sessions' | 'responses';
+
 export interface RedisStoreOptions {
   url: string;
+  /** Default `sessions`. */
+  store?: StoreName;
   keyPrefix: string;
   maxSessions: number;
   ttlMs: number;
@@ -96,6 +101,7 @@ type Client = (Redis | Cluster) & { wrPlace(key: string, value: string, since: s
  */
 export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionStore {
   const { metrics, log, keyPrefix, ttlMs } = opts;
+  const store = opts.store ?? 'sessions';
   const now = opts.now ?? Date.now;
   const local = createMemorySessionStore({ maxSessions: opts.maxSessions, ttlMs });
   const instance = randomBytes(6).toString('base64url');
@@ -120,21 +126,21 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
   // The subscriber only ever sends SUBSCRIBE, so holding that until connected (however long) is
   // bounded; ioredis re-subscribes by itself after each reconnect.
   const sub = target.connect({ ...base, enableOfflineQueue: true, maxRetriesPerRequest: null });
-  metrics.storeUp.set(0);
+  metrics.storeUp.set({ store }, 0);
 
   // Every series exists from the start, so rate() alerts work before the first error.
-  for (const op of OPS) metrics.storeErrors.inc({ op }, 0);
-  for (const event of EVENTS) metrics.storeEvents.inc({ event }, 0);
+  for (const op of OPS) metrics.storeErrors.inc({ store, op }, 0);
+  for (const event of EVENTS) metrics.storeEvents.inc({ store, event }, 0);
 
   let closed = false;
   let connected = false;
   const down: Record<Conn, boolean> = { main: false, sub: false };
-  const count = (event: Event) => metrics.storeEvents.inc({ event });
+  const count = (event: Event) => metrics.storeEvents.inc({ store, event });
 
   // Warn once when a connection starts failing, info once when it is back: not a line per error.
   function failed(conn: Conn, op: Op, err: unknown) {
     if (closed) return;
-    metrics.storeErrors.inc({ op });
+    metrics.storeErrors.inc({ store, op });
     if (down[conn]) return;
     down[conn] = true;
     log.warn({ conn, op, err: (err as Error)?.message ?? String(err), keyPrefix }, 'redis session store unreachable: routing from the local view, moves will be written when it returns');
@@ -202,12 +208,18 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     }, () => markDirty(key, what));
   }
 
+  // Replicas this gateway saw lose their cache (restart, long outage), and when: a pin read back
+  // from Redis that predates it keeps its placement, but nothing of it is warm there any more.
+  const forgotten = new Map<string, number>();
+  const warmSince = (replica: string, since: number, warm: number) => ((forgotten.get(replica) ?? -Infinity) >= since ? 0 : warm);
+
   /** Another gateway placed or moved the session first: this one follows it. */
   function follow(key: string, replica: string, since: number, warm: number) {
     if (!Number.isFinite(since)) return;
     const t = now();
-    local.pin(key, replica, warm, Math.min(since, t));
-    local.pin(key, replica, warm, t);
+    const w = warmSince(replica, since, warm);
+    local.pin(key, replica, w, Math.min(since, t));
+    local.pin(key, replica, w, t);
     count('lost');
   }
 
@@ -229,8 +241,9 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     if (cur !== null && (cur.replica === replica || newerPin(cur, { since, replica }))) return false;
     // Pinned twice: the first sets `since` to when the move happened (the spill cooldown counts from
     // there, not from when this gateway heard of it), the second marks it used now.
-    local.pin(key, replica, warm, Math.min(since, t));
-    local.pin(key, replica, warm, t);
+    const w = warmSince(replica, since, warm);
+    local.pin(key, replica, w, Math.min(since, t));
+    local.pin(key, replica, w, t);
     count('applied');
     return true;
   }
@@ -261,11 +274,11 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
   const subscribed = sub.subscribe(channel).catch((e: unknown) => failed('sub', 'subscribe', e));
 
   main.on('error', (e: unknown) => failed('main', 'connect', e));
-  main.on('close', () => { if (!closed) metrics.storeUp.set(0); });
+  main.on('close', () => { if (!closed) metrics.storeUp.set({ store }, 0); });
   sub.on('error', (e: unknown) => failed('sub', 'subscribe', e));
   sub.on('ready', () => recovered('sub'));
   main.on('ready', () => {
-    metrics.storeUp.set(1);
+    metrics.storeUp.set({ store }, 1);
     if (!connected) log.info({ keyPrefix, mode: target.mode }, 'redis session store connected');
     connected = true;
     recovered('main');
@@ -297,7 +310,13 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     countsByReplica: (t) => local.countsByReplica(t),
     keysOn: (replica, t) => local.keysOn(replica, t),
     // Local only: every gateway sees the restart in the replica's /metrics itself.
-    forgetReplica: (replica) => local.forgetReplica(replica),
+    forgetReplica(replica) {
+      const t = now();
+      forgotten.set(replica, t);
+      // Bounded by what can still matter: a pin older than the TTL is gone from Redis too.
+      for (const [name, at] of forgotten) if (t - at > ttlMs) forgotten.delete(name);
+      return local.forgetReplica(replica);
+    },
     size: () => local.size(),
     async ready() {
       await Promise.all([whenReady(main), whenReady(sub), subscribed]);

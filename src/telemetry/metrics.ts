@@ -38,17 +38,18 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     cachedTokens: new Counter({ name: 'warmroute_cached_tokens_total', help: 'Prompt tokens the replica served from its prefix cache (usage.prompt_tokens_details.cached_tokens).', labelNames: ['replica'] as const, registers }),
     healthTransitions: new Counter({ name: 'warmroute_replica_state_changes_total', help: 'Replica up/down transitions, by cause.', labelNames: ['replica', 'to', 'cause'] as const, registers }),
     scrapeErrors: new Counter({ name: 'warmroute_replica_scrape_errors_total', help: 'Failed scrapes of a replica\'s /metrics or /v1/models; routing then uses stale load figures.', labelNames: ['replica', 'what'] as const, registers }),
-    storeErrors: new Counter({ name: 'warmroute_store_errors_total', help: 'Shared session store (Redis) operations that failed or were skipped while it was unreachable, by operation; routing goes on from the local view.', labelNames: ['op'] as const, registers }),
-    storeEvents: new Counter({ name: 'warmroute_store_events_total', help: 'Shared session store (Redis) activity: pin changes published, TTL refreshes, other gateways\' pins applied, background lookups filled or dropped, writes resynced after an outage.', labelNames: ['event'] as const, registers }),
+    storeErrors: new Counter({ name: 'warmroute_store_errors_total', help: 'Shared session store (Redis) operations that failed or were skipped while it was unreachable, by store (sessions: pins; responses: stored-response records) and operation; routing goes on from the local view.', labelNames: ['store', 'op'] as const, registers }),
+    storeEvents: new Counter({ name: 'warmroute_store_events_total', help: 'Shared session store (Redis) activity, by store (sessions, responses) and event: pin changes published, TTL refreshes, other gateways\' pins applied, background lookups filled or dropped, writes resynced after an outage.', labelNames: ['store', 'event'] as const, registers }),
     ejections: new Counter({ name: 'warmroute_replica_ejections_total', help: 'Replicas ejected by passive outlier detection (consecutive 5xx / header timeouts, or connect failures from real traffic), by cause.', labelNames: ['replica', 'cause'] as const, registers }),
     ejectionsSkipped: new Counter({ name: 'warmroute_replica_ejections_skipped_total', help: 'Ejections not made because outlier.maxEjectionPercent of the fleet was already ejected, by cause.', labelNames: ['cause'] as const, registers }),
     scrapeAge: new Gauge({ name: 'warmroute_replica_scrape_age_seconds', help: 'Age of the last good scrape of each replica\'s /metrics (-1 before the first): past a few scrape intervals its load figures are stale.', labelNames: ['replica'] as const, registers }),
     warmStateForgotten: new Counter({ name: 'warmroute_replica_warm_state_forgotten_total', help: 'Times routing forgot what it believed warm on a replica (prefix index, pins): restart (seen in its /metrics), long_outage (down longer than the prefix TTL), removed (left the fleet).', labelNames: ['replica', 'cause'] as const, registers }),
     handoffs: new Counter({ name: 'warmroute_handoffs_total', help: 'Pinned sessions moved off a draining replica: warmed (last prompt replayed to the next choice first), cold (nothing to replay, or handoff off), failed (the replay failed: moved cold), no_target (no other replica).', labelNames: ['outcome'] as const, registers }),
-    warmups: new Counter({ name: 'warmroute_warmups_total', help: 'Replicas sent the hottest shared prefixes before taking sessions, by reason: join, restart, long_outage.', labelNames: ['reason'] as const, registers }),
-    fleetChanges: new Counter({ name: 'warmroute_fleet_changes_total', help: 'Replicas that joined or left the fleet (DNS discovery, config reload), and drains started.', labelNames: ['change'] as const, registers }),
+    warmups: new Counter({ name: 'warmroute_warmups_total', help: 'Replicas sent the hottest shared prefixes before taking sessions, by reason (join, restart, long_outage) and outcome: done, or incomplete (a replay failed or the warmup ran out of time: the replica takes sessions anyway).', labelNames: ['reason', 'outcome'] as const, registers }),
+    fleetChanges: new Counter({ name: 'warmroute_fleet_changes_total', help: 'Replicas that joined or left the fleet (DNS discovery, config reload), drains started, and name_conflict: an address already in the fleet through another upstream (it stays with that upstream).', labelNames: ['change'] as const, registers }),
+    discoveryFallbacks: new Counter({ name: 'warmroute_discovery_fallbacks_total', help: 'DNS refreshes of a dns:// upstream that kept the last known addresses, by reason: lookup_failed (the resolver failed) or empty_answer (the name suddenly resolves to nothing).', labelNames: ['reason'] as const, registers }),
     configReloads: new Counter({ name: 'warmroute_config_reloads_total', help: 'Configuration reloads (SIGHUP, file change), by result: applied or rejected (the old one stays).', labelNames: ['result'] as const, registers }),
-    storeUp: new Gauge({ name: 'warmroute_store_up', help: '1 while the shared session store (Redis) is reachable, 0 while routing runs from the local view only.', registers }),
+    storeUp: new Gauge({ name: 'warmroute_store_up', help: '1 while the session store is reachable (always, for the in-memory one), 0 while routing runs from the local view only; by store: sessions (pins), responses (stored-response records).', labelNames: ['store'] as const, registers }),
     draining: new Gauge({ name: 'warmroute_draining', help: '1 while the gateway drains on shutdown.', registers }),
     // Filled at scrape time by the gateway (server.ts): counting pins walks the session store.
     sessionsPinned: new Gauge({ name: 'warmroute_sessions_pinned', help: 'Live session pins per replica (the affinity balance across replicas).', labelNames: ['replica'] as const, registers }),
@@ -61,3 +62,22 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * Removes every series labelled with a replica that left the fleet: with DNS discovery names come
+ * and go (a restarted pod is a new address), and their series would otherwise pile up for good.
+ */
+export async function removeReplicaSeries(m: Metrics, replica: string): Promise<void> {
+  for (const metric of Object.values(m)) {
+    if (!(metric instanceof Counter || metric instanceof Gauge || metric instanceof Histogram)) continue;
+    const series = metric as Counter | Gauge | Histogram;
+    const { values } = await series.get();
+    for (const v of values) {
+      const labels: Record<string, string | number | undefined> = { ...v.labels };
+      if (labels.replica !== replica) continue;
+      // A histogram's bucket values carry `le` on top of the metric's own labels.
+      delete labels.le;
+      series.remove(labels);
+    }
+  }
+}

@@ -84,6 +84,8 @@ describe('configuration', () => {
     assert.throws(() => resolveConfig({ upstreams: [{ url: 'http://a:1' }], routing: { options: { loadFactor: 0.5, bogus: 1 } } }), (e: ConfigError) =>
       e.problems.some((p) => p.includes('/routing/options/bogus')) && e.problems.some((p) => p.includes('loadFactor')));
     assert.throws(() => resolveConfig({ upstreams: [{ url: 'http://a:1' }, { url: 'http://a:1' }] }), /duplicate replica name/);
+    assert.throws(() => resolveConfig({ upstreams: [{ url: 'dns://vllm.ns.svc:8000', tls: { caFile: 'ca.pem' } }] }), (e: ConfigError) =>
+      e.problems.some((p) => p.startsWith('/upstreams/0/tls: not supported on a dns:// upstream')));
     assert.throws(() => loadConfig({}, {}), /no upstream replicas/);
   });
 

@@ -8,7 +8,7 @@ import { startCluster, startSentinel, type ClusterSetup, type SentinelSetup } fr
 const TTL = 60_000;
 
 async function gauge(m: Metrics): Promise<number> {
-  return (await m.storeUp.get()).values[0]?.value ?? NaN;
+  return (await m.storeUp.get()).values.find((v) => v.labels.store === 'sessions')?.value ?? NaN;
 }
 
 function makeStores(url: () => string, prefix: string) {

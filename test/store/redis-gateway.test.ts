@@ -75,4 +75,12 @@ describe('two gateways sharing pins through Redis', () => {
     // The next turn back on A stays where B served it: one replica for the session, on both.
     assert.deepEqual(await turn(a, 'voice-1'), { replica: moved.replica, route: 'pinned' });
   });
+
+  it('reports each of its two Redis stores (pins, stored responses) as its own warmroute_store_up series', async () => {
+    const g = await start(true);
+    const up = async () => new Map((await g.gw.metrics.storeUp.get()).values.map((v) => [v.labels.store, v.value]));
+    await waitFor('both stores up', async () => (await up()).get('sessions') === 1 && (await up()).get('responses') === 1, 3_000);
+    await g.gw.responseStore.close();
+    assert.deepEqual(Object.fromEntries(await up()), { sessions: 1, responses: 1 }, 'closing one on purpose is not an outage of either');
+  });
 });

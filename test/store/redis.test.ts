@@ -88,6 +88,21 @@ describe('redis session store', () => {
     assert.equal(await counterSum(metrics.storeEvents, ['event', 'lookup_dropped']), 93);
   });
 
+  it('a pin read back after its replica lost its cache keeps the session there, with nothing warm', async () => {
+    const { s: a } = make('t6:');
+    await within(a.ready(), 2_000, 'connect');
+    const t = Date.now() - 1_000;
+    a.pin('call', 'r1', 4_000, t);
+    await waitFor('the pin to reach Redis', async () => (await admin.get('t6:sess:call')) !== null);
+    // r1 restarted: this gateway forgets its pins there; Redis still holds the one above.
+    assert.equal(a.forgetReplica('r1'), 1);
+    assert.equal(a.get('call', Date.now()), null);
+    await waitFor('the background fill', () => a.get('call', Date.now()) !== null, 1_000);
+    const back = a.get('call', Date.now())!;
+    assert.equal(back.replica, 'r1', 'still placed there');
+    assert.equal(back.warmTokens, 0, 'but not believed warm: the cache went with the restart');
+  });
+
   it('does not write to Redis on every turn of an unmoved session: one PEXPIRE per quarter TTL', async () => {
     const { s: a } = make('t3:');
     await within(a.ready(), 2_000, 'connect');
