@@ -11,7 +11,7 @@ import * as openai from '@livekit/agents-plugin-openai';
 import OpenAI from 'openai';
 import { z } from 'zod';
 import { startFleet, type SimFleet } from '../../bench/sim/index.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
 import { FAST } from '../sim/helpers.js';
 
 const MODEL = 'google/gemma-4-31B-it';
@@ -91,7 +91,8 @@ describe('LiveKit Agents (Node) through warmroute', () => {
       assert.deepEqual(seen.map((s) => s.route), ['placed', ...Array(utterances.length).fill('pinned')]);
     }
     // The gateway saw the same: its access lines, one per request, each call's on one replica.
-    const access = g.logs.filter((l) => l.msg === 'request' && l.path === '/v1/chat/completions');
+    const chats = (ls: Record<string, any>[]) => ls.filter((l) => l.path === '/v1/chat/completions');
+    const access = chats(await waitForAccess(g, (ls) => chats(ls).length >= 2 * (utterances.length + 1)));
     assert.equal(access.length, 2 * (utterances.length + 1));
     const bySession = new Map<string, Set<string>>();
     for (const l of access) bySession.set(l.session, (bySession.get(l.session) ?? new Set()).add(l.replica));

@@ -76,11 +76,23 @@ describe('the openai SDK through warmroute', () => {
   });
 
   it('streams a tool call the SDK assembles, then the answer after the tool result, on one replica', async () => {
-    const c = client('call-tools');
+    // The stream helper does not give its response: where each request went is read from the
+    // gateway's headers as they arrive.
+    const routed: { replica: string | null; route: string | null }[] = [];
+    const c = client('call-tools', {
+      fetch: async (input, init) => {
+        const res = await fetch(input, init);
+        routed.push({ replica: res.headers.get('x-warmroute-replica'), route: res.headers.get('x-warmroute-route') });
+        return res;
+      },
+    });
     const messages: OpenAI.ChatCompletionMessageParam[] = [SYSTEM, { role: 'user', content: 'Please call the weather tool for Lisbon.' }];
     const runner = c.chat.completions.stream({ model: MODEL, messages, tools: TOOLS, stream_options: { include_usage: true } });
     const replicas: string[] = [];
     const first = await runner.finalChatCompletion();
+    assert.equal(routed.length, 1);
+    assert.ok(routed[0].replica, 'the streamed turn names its replica');
+    replicas.push(routed[0].replica!);
     const call = first.choices[0].message.tool_calls?.[0];
     assert.equal(first.choices[0].finish_reason, 'tool_calls');
     assert.ok(call && call.type === 'function');
@@ -91,12 +103,14 @@ describe('the openai SDK through warmroute', () => {
       messages: [...messages, first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '{"temp_c":21,"sky":"clear"}' }],
     }).withResponse();
     assert.ok(turn2.data.choices[0].message.content);
+    assert.equal(turn2.response.headers.get('x-warmroute-route'), 'pinned', 'the tool result goes where the call was');
     replicas.push(turn2.response.headers.get('x-warmroute-replica')!);
     // Non-streaming tool call, same session: the same replica again.
     const plain = await c.chat.completions.create({ model: MODEL, tools: TOOLS, tool_choice: 'required', messages: [SYSTEM, { role: 'user', content: 'Weather in Porto?' }] }).withResponse();
     assert.equal(plain.data.choices[0].message.tool_calls?.[0].type, 'function');
     replicas.push(plain.response.headers.get('x-warmroute-replica')!);
-    assert.equal(new Set(replicas).size, 1);
+    assert.equal(replicas.length, 3);
+    assert.equal(new Set(replicas).size, 1, `one replica for the call: ${replicas.join(', ')}`);
   });
 
   it('HTTP errors are the SDK\'s error classes, with the OpenAI code', async () => {

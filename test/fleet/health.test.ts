@@ -72,10 +72,11 @@ describe('warm state across an outage', () => {
 
   async function onReplica(i: number): Promise<{ session: string; name: string }> {
     const name = `127.0.0.1:${fleet.replicas[i].port}`;
-    for (let k = 0; ; k++) {
+    for (let k = 0; k < 200; k++) {
       const session = `warm-${i}-${k}`;
       if ((await turn(g, session)) === name) return { session, name };
     }
+    throw new Error(`no new session was placed on ${name} in 200 tries`);
   }
   const prefixTokens = (name: string) => g.gw.router.stats().prefixTokensByReplica.get(name) ?? 0;
 

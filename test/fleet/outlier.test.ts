@@ -64,8 +64,20 @@ describe('passive outlier detection', () => {
     assert.equal(r.ejectedUntil - r.lastEjectedAt, 2_000, 'the second ejection lasts twice as long');
     bad.clearFaults();
     await waitFor('the second ejection to end', () => r.up, 3_000);
-    // A success ends the run of failures: two more 5xx do not eject it.
-    assert.deepEqual(await hit(g, name, 1, 'd'), [200]);
+    // A success ends the run of failures: two 5xx, a success, then two more 5xx do not eject it
+    // (without the success the third 5xx would).
+    try {
+      bad.fault({ kind: 'unhealthy' });
+      assert.deepEqual(await hit(g, name, 2, 'run-1'), [500, 500]);
+      bad.clearFaults();
+      assert.deepEqual(await hit(g, name, 1, 'between'), [200]);
+      bad.fault({ kind: 'unhealthy' });
+      assert.deepEqual(await hit(g, name, 2, 'run-2'), [500, 500]);
+      assert.equal(r.up, true, 'not ejected: the success broke the run');
+      assert.equal(await counterSum(g.gw.metrics.ejections, ['cause', '5xx']), 2);
+    } finally {
+      bad.clearFaults();
+    }
   });
 
   it('never ejects more than maxEjectionPercent of the fleet; the skipped ejection is counted', async () => {

@@ -8,7 +8,8 @@ import { counterSum, waitFor } from '../store/redis-server.js';
 const MODEL = 'google/gemma-4-31B-it';
 const agent = (i: number) => `Agent ${i} of the hotel chain. ${'Booking policy and tone. '.repeat(60 + 10 * i)}`;
 
-async function call(g: TestGateway, system: string, user: string) {
+/** One request; the replica that served it. */
+async function call(g: TestGateway, system: string, user: string): Promise<string> {
   const res = await request(`${g.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -16,6 +17,7 @@ async function call(g: TestGateway, system: string, user: string) {
   });
   await res.body.text();
   assert.equal(res.statusCode, 200);
+  return String(res.headers['x-warmroute-replica']);
 }
 
 describe('deploy warmup: a replica that comes back cold gets the hottest shared prefixes first', () => {
@@ -38,12 +40,19 @@ describe('deploy warmup: a replica that comes back cold gets the hottest shared 
     const sim = fleet.replicas[0];
     const name = `127.0.0.1:${sim.port}`;
     const earlier = sim.requests().length;
+    // Slowed (20x), its warmup lasts seconds instead of ~0.2 s: long enough to see and to route around.
+    sim.fault({ kind: 'slow', factor: 20 });
     sim.fault({ kind: 'restart' });
     const scraped = g.gw.health.scrapeAll();
-    // Out while it warms: the replica is not offered to routing.
-    await waitFor('warming', () => g.gw.registry.byName(name)!.warming || g.gw.registry.byName(name)!.up, 1_000);
+    const r = g.gw.registry.byName(name)!;
+    await waitFor('warming', () => r.warming, 2_000);
+    // Out while it warms: the replica is not offered to routing, whichever agent's prefix it held.
+    assert.equal(r.up, false);
+    for (const i of [0, 1, 2]) assert.notEqual(await call(g, agent(i), `while warming ${i}`), name, `agent ${i} sent to the warming replica`);
+    assert.ok(r.warming, 'still warming: the calls above were routed while it was');
+    sim.clearFaults('slow');
     await scraped;
-    await waitFor('back in', () => g.gw.registry.byName(name)!.up, 5_000);
+    await waitFor('back in', () => r.up, 10_000);
     assert.equal(await counterSum(g.gw.metrics.warmups, ['reason', 'restart']), 1);
     const sent = sim.requests().slice(earlier);
     assert.equal(sent.length, 2, 'the two hottest prefixes, not the third');
@@ -67,9 +76,24 @@ describe('deploy warmup: a replica that comes back cold gets the hottest shared 
     const seen = (i: number) => hot.seen(chatIdentity(JSON.parse(body(i).toString()).messages), '/v1/chat/completions', body(i));
     for (let k = 0; k < 5; k++) seen(0);
     for (let k = 0; k < 3; k++) seen(1);
-    for (let i = 2; i < 8; i++) seen(i);
+    // Seen twice each: a prefix is built on its second sighting.
+    for (let i = 2; i < 8; i++) for (let k = 0; k < 2; k++) seen(i);
+    assert.ok(hot.size() >= 3, 'later prefixes were built, and older ones evicted for them');
     assert.ok(hot.bytes() <= 6_000, `${hot.bytes()}`);
     const top = hot.top(2).map((p) => JSON.parse(p.body.toString()).messages[0].content.slice(0, 9));
     assert.deepEqual(top, ['Agent 0 o', 'Agent 1 o']);
+  });
+
+  it('a prefix is built on its second sighting: one that never repeats (a timestamp in the system prompt) is never parsed', async () => {
+    const { createHotPrefixes } = await import('../../src/fleet/hot-prefixes.js');
+    const { chatIdentity } = await import('../routing/helpers.js');
+    const hot = createHotPrefixes({ maxBytes: 1 << 20 });
+    const messages = [{ role: 'system', content: agent(0).slice(0, 500) }, { role: 'user', content: 'x' }];
+    const body = Buffer.from(JSON.stringify({ model: 'm', messages }));
+    hot.seen(chatIdentity(messages), '/v1/chat/completions', body);
+    assert.equal(hot.size(), 0, 'not on its first sighting');
+    hot.seen(chatIdentity(messages), '/v1/chat/completions', body);
+    assert.equal(hot.size(), 1, 'built on its second');
+    assert.equal(hot.top(1)[0].hits, 2);
   });
 });

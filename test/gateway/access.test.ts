@@ -6,17 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
-import { accessLines, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { accessLines, chatBody, startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
 import { rawExchange } from '../helpers/raw-exchange.js';
+import { waitFor } from '../helpers/wait.js';
 
 const sha = (k: string) => createHash('sha256').update(k).digest('hex');
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const ADMIN_TOKEN = 'admin-token-0123456789abcdef';
-
-async function until(cond: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-}
 
 describe('access: client API keys, the admin token, what is forwarded, what is logged', () => {
   let a: FixtureUpstream;
@@ -49,13 +45,13 @@ describe('access: client API keys, the admin token, what is forwarded, what is l
       assert.match(metrics, new RegExp(`warmroute_auth_failures_total\\{reason="${reason}"\\} [1-9]`));
     }
     const from = a.seen.length;
+    const logged = accessLines(g.logs).length;
     const ok = await chat('sk-voice-1');
     assert.equal(ok.statusCode, 200);
     await ok.body.text();
     const seen = a.seen.slice(from).find((r) => r.url.endsWith('/completions'))!;
     assert.equal(seen.headers.authorization, undefined, "the gateway's client key never reaches a replica");
-    await new Promise((r) => setTimeout(r, 20));
-    assert.equal(accessLines(g.logs).at(-1)!.key, 'voice');
+    assert.equal((await waitForAccess(g, (ls) => ls.length > logged)).at(-1)!.key, 'voice');
     const metrics = await (await request(`${g.adminUrl}/metrics`)).body.text();
     assert.match(metrics, /warmroute_client_requests_total\{key="voice",code="2xx"\} [1-9]/);
     assert.doesNotMatch(metrics, /sk-voice-1/);
@@ -92,7 +88,7 @@ describe('access: client API keys, the admin token, what is forwarded, what is l
     assert.equal(old.statusCode, 401);
     await old.body.text();
     writeFileSync(keyFile, '- { sha256: not-a-hash }\n');
-    await until(() => g.logs.some((l) => l.msg?.includes('API keys file rejected')), 8000);
+    await waitFor('the broken keys file to be rejected', () => g.logs.some((l) => l.msg?.includes('API keys file rejected')), 8000);
     const still = await chat('file-key-2');
     assert.equal(still.statusCode, 200);
     await still.body.text();
@@ -144,7 +140,7 @@ describe('access: client API keys, the admin token, what is forwarded, what is l
 
   it('authorization, cookies and keys are redacted in every log line', async () => {
     g.gw.log.warn({ headers: { authorization: 'Bearer sk-voice-1', cookie: 'session=abc' }, apiKey: 'sk-replica', token: ADMIN_TOKEN }, 'a line holding credentials');
-    await new Promise((r) => setTimeout(r, 20));
+    await waitFor('the line to be logged', () => g.logs.some((l) => l.msg === 'a line holding credentials'));
     const line = g.logs.find((l) => l.msg === 'a line holding credentials')!;
     assert.equal(line.headers.authorization, '[redacted]');
     assert.equal(line.headers.cookie, '[redacted]');

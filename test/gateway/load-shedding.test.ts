@@ -2,7 +2,8 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'undici';
 import { startFixture } from '../helpers/fixture-upstream.js';
-import { accessLines, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { chatBody, startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const SLOW = { 'x-fixture-chunks': '4', 'x-fixture-gap-ms': '150' }; // ~0.6 s per stream
@@ -10,14 +11,17 @@ const SLOW = { 'x-fixture-chunks': '4', 'x-fixture-gap-ms': '150' }; // ~0.6 s p
 const chat = (g: TestGateway, extra: Record<string, string> = {}) =>
   request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { ...JSON_HEADERS, ...extra }, body: chatBody() });
 
+/** The value of the one series `re` matches; a missing series throws (a renamed metric is not a 0). */
 async function metric(g: TestGateway, re: RegExp): Promise<number> {
   const text = await (await request(`${g.adminUrl}/metrics`)).body.text();
-  return Number(re.exec(text)?.[1] ?? 0);
+  const m = re.exec(text);
+  if (!m) throw new Error(`no series matches ${re}`);
+  return Number(m[1]);
 }
 
+/** Waits until the series reads `want`; throws if it never does. */
 async function untilMetric(g: TestGateway, re: RegExp, want: number, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while ((await metric(g, re)) !== want && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  await waitFor(`${re} to read ${want}`, async () => (await metric(g, re)) === want, ms);
 }
 
 describe('load shedding: bounded limits and queues, refusals counted by reason', () => {
@@ -37,8 +41,8 @@ describe('load shedding: bounded limits and queues, refusals counted by reason',
       const q = await queued;
       assert.equal(q.statusCode, 200);
       await q.body.text();
-      await new Promise((r) => setTimeout(r, 20));
-      const line = accessLines(g.logs).find((l) => l.session !== null && l.sessionSource === 'header:x-session-id')!;
+      const isQueued = (l: Record<string, any>) => l.session !== null && l.sessionSource === 'header:x-session-id';
+      const line = (await waitForAccess(g, (ls) => ls.some(isQueued))).find(isQueued)!;
       assert.ok(line.queueMs >= 300, `the wait shows as the queue hop: ${line.queueMs} ms`);
       assert.equal(await metric(g, /warmroute_shed_total\{reason="global_queue_full"\} (\d+)/), 1);
       assert.equal(await metric(g, /warmroute_global_inflight (\d+)/), 0);

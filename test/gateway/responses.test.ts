@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import OpenAI from 'openai';
 import { startFleet, type SimFleet } from '../../bench/sim/index.js';
-import { accessLines, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { accessLines, startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
 import { rawResponse, startRawReplica } from '../helpers/raw-replica.js';
+import { waitFor } from '../helpers/wait.js';
 import { FAST, text } from '../sim/helpers.js';
 
 const MODEL = 'google/gemma-4-31B-it';
@@ -167,7 +168,7 @@ describe('Responses API through warmroute (4 simulated vLLM replicas, the openai
       const first = await create(c, { model: MODEL, input: 'Book me in, please.', store: true }, false);
       crashed = fleet.replicas.find((r) => first.replica.endsWith(`:${r.port}`))!;
       crashed.fault({ kind: 'crash' });
-      await waitFor(async () => ((await (await fetch(`${g.adminUrl}/admin/replicas`)).json()) as { replicas: { name: string; state: string }[] }).replicas.some((r) => r.name === first.replica && r.state === 'down'));
+      await waitFor('the crashed replica to be down', async () => ((await (await fetch(`${g.adminUrl}/admin/replicas`)).json()) as { replicas: { name: string; state: string }[] }).replicas.some((r) => r.name === first.replica && r.state === 'down'), 5_000);
       await assert.rejects(create(c, { model: MODEL, input: 'Tomorrow.', previous_response_id: first.id }, true), (e: unknown) => {
         assert.ok(e instanceof OpenAI.ConflictError, String(e));
         assert.equal(e.status, 409);
@@ -176,7 +177,8 @@ describe('Responses API through warmroute (4 simulated vLLM replicas, the openai
         assert.match(e.message, new RegExp(`replica ${first.replica}, which is down`));
         return true;
       });
-      const lost = accessLines(g.logs).filter((l) => l.err === 'response_state_lost');
+      // Any SDK retry came (and was answered) before the rejection, so its line is in by the time this one is.
+      const lost = (await waitForAccess(g, (ls) => ls.some((l) => l.err === 'response_state_lost'))).filter((l) => l.err === 'response_state_lost');
       assert.equal(lost.length, 1, 'x-should-retry: false kept the SDK from retrying a lost state');
       assert.equal(lost[0].status, 409);
       assert.match(await metric(g, 'warmroute_state_lost_total'), /reason="down"\} 1/);
@@ -208,8 +210,9 @@ describe('Responses API through warmroute (4 simulated vLLM replicas, the openai
       const c = client(g);
       const first = await create(c, { model: MODEL, input: 'Hello there.', store: true }, true);
       g.gw.registry.byName(first.replica)!.draining = true;
+      const logged = accessLines(g.logs).length;
       await assert.rejects(create(c, { model: MODEL, input: 'And then?', previous_response_id: first.id }, false), (e: unknown) => e instanceof OpenAI.NotFoundError);
-      const line = accessLines(g.logs).at(-1)!;
+      const line = (await waitForAccess(g, (ls) => ls.length > logged)).at(-1)!;
       assert.equal(line.route, 'failover');
       assert.notEqual(line.replica, first.replica);
       assert.match(await metric(g, 'warmroute_state_lost_total'), /reason="draining"\} 1/);
@@ -218,14 +221,6 @@ describe('Responses API through warmroute (4 simulated vLLM replicas, the openai
     }
   });
 });
-
-async function waitFor(cond: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('Responses API stream through warmroute: bytes as sent, first token at the first delta', () => {
   const id = 'resp_0123456789abcdef0123456789abcdef';
@@ -244,16 +239,16 @@ describe('Responses API stream through warmroute: bytes as sent, first token at 
       const chunk = (t: string) => s.write(`${Buffer.byteLength(t).toString(16)}\r\n${t}\r\n`);
       chunk(head);
       setTimeout(() => chunk(delta), 150);
-      setTimeout(() => { chunk(tail); s.write('0\r\n\r\n'); }, 450);
+      // The tail well after the delta, so a TTFT that ran to the end of the stream cannot pass for one that ended at the delta.
+      setTimeout(() => { chunk(tail); s.write('0\r\n\r\n'); }, 1_500);
     });
     const g = await startGateway([replica.url]);
     try {
       const res = await fetch(`${g.url}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'fixture-model', input: 'hi', stream: true }) });
       const body = Buffer.from(await res.arrayBuffer());
       assert.ok(body.equals(Buffer.from(head + delta + tail)), 'byte for byte');
-      await waitFor(async () => accessLines(g.logs).length > 0);
-      const line = accessLines(g.logs)[0];
-      assert.ok(line.ttftMs >= 140 && line.ttftMs < 440, `TTFT ends at the first delta: ${line.ttftMs} ms`);
+      const line = (await waitForAccess(g, (ls) => ls.length > 0))[0];
+      assert.ok(line.ttftMs >= 140 && line.ttftMs < 1_000, `TTFT ends at the first delta: ${line.ttftMs} ms`);
       assert.deepEqual([line.promptTokens, line.cachedTokens, line.completionTokens, line.done], [812, 800, 2, true]);
       const rec = await (await fetch(`${g.adminUrl}/admin/responses/${id}`)).json() as { replica: string };
       assert.equal(rec.replica, `127.0.0.1:${replica.port}`);

@@ -15,17 +15,12 @@ import type { AddressInfo } from 'node:net';
 import { Client, request } from 'undici';
 import { ConfigError, resolveConfig } from '../../src/config/load.js';
 import { startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
-import { accessLines, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { accessLines, chatBody, startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
 import { rawExchange } from '../helpers/raw-exchange.js';
 import { contentEvent, rawResponse, startRawReplica, type RawReplica } from '../helpers/raw-replica.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(cond: () => boolean, ms = 2000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond() && Date.now() < deadline) await sleep(10);
-}
 
 describe('defect 1: ambiguous framing from a replica is a 502, never forwarded', () => {
   let replica: RawReplica;
@@ -160,6 +155,7 @@ describe('defects 3–7 against a fixture replica', () => {
 
   it('defect 6: a malformed body never puts prompt text in any log line, at any level', async () => {
     const from = g.logs.length;
+    const logged = accessLines(g.logs).length;
     const res = await request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: JSON_HEADERS, body: '{"messages":[{"role":"user","content":"my secret diagnosis is gout" oops]}' });
     assert.equal(res.statusCode, 400);
     const answer = ((await res.body.json()) as { error: { code: string; message: string } }).error;
@@ -168,10 +164,11 @@ describe('defects 3–7 against a fixture replica', () => {
     const res2 = await request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: JSON_HEADERS, body: '{"model":"my secret diagnosis is gout", "messages": [{"role":"user","content":"hi"}]}' });
     assert.equal(res2.statusCode, 404);
     await res2.body.text();
-    await sleep(20);
-    const logged = JSON.stringify(g.logs.slice(from));
+    // Both requests' access lines written: everything they log is in by then.
+    await waitForAccess(g, (ls) => ls.length >= logged + 2);
+    const text = JSON.stringify(g.logs.slice(from));
     assert.ok(g.logs.length > from);
-    assert.doesNotMatch(logged, /diagnosis/);
+    assert.doesNotMatch(text, /diagnosis/);
   });
 
   it('defect 7: a stream that died mid-way is an "interrupted" outcome, and the next turn fails over', async () => {
@@ -182,12 +179,12 @@ describe('defects 3–7 against a fixture replica', () => {
     };
     const first = await turn();
     assert.equal(first.route, 'placed');
+    const logged = accessLines(g.logs).length;
     const broken = await turn({ 'x-fixture-chunks': '5', 'x-fixture-die-after': '2', 'x-fixture-gap-ms': '10' });
     assert.equal(broken.route, 'pinned');
     assert.equal(broken.replica, first.replica);
     assert.match(broken.text, /"code":"upstream_stream_error"/);
-    await sleep(20);
-    const line = accessLines(g.logs).filter((l) => l.session !== null).at(-1)!;
+    const line = (await waitForAccess(g, (ls) => ls.length > logged)).filter((l) => l.session !== null).at(-1)!;
     assert.equal(line.outcome, 'interrupted');
     const metrics = await (await request(`${g.adminUrl}/metrics`)).body.text();
     assert.match(metrics, new RegExp(`warmroute_requests_total\\{replica="${first.replica.replace(/\./g, '\\.')}",route="pinned",code="interrupted"\\} 1`));
@@ -210,14 +207,13 @@ describe('defect 4: an event stream the replica framed with a Content-Length', (
   });
   after(async () => { await g.close(); await replica.close(); });
 
-  it('ends at once with one error event, on a keep-alive connection, instead of hanging', async () => {
+  // A hang would never end the body: the test's own timeout is what fails it.
+  it('ends at once with one error event, on a keep-alive connection, instead of hanging', { timeout: 5_000 }, async () => {
     const client = new Client(g.url);
-    const t0 = Date.now();
     try {
       const res = await client.request({ path: '/v1/chat/completions', method: 'POST', headers: JSON_HEADERS, body: chatBody() });
       assert.equal(res.headers['content-length'], undefined, 'an event stream is relayed chunked');
       const text = await res.body.text();
-      assert.ok(Date.now() - t0 < 3000, `took ${Date.now() - t0} ms`);
       assert.match(text, /Hello/);
       assert.equal(text.split('\n\n').filter((e) => e.startsWith('data: {"error"')).length, 1);
     } finally {
@@ -263,8 +259,7 @@ describe('defect 8: the upstream edge cases', () => {
       const text = await res.body.text();
       assert.match(text, /Hello/);
       assert.match(text, /"code":"upstream_stream_error"/);
-      await sleep(20);
-      assert.equal(accessLines(g.logs).at(-1)!.outcome, 'interrupted');
+      assert.equal((await waitForAccess(g, (ls) => ls.length > 0)).at(-1)!.outcome, 'interrupted');
     } finally {
       await g.close();
       await replica.close();
@@ -334,12 +329,12 @@ describe('defect 8: the upstream edge cases', () => {
     });
     try {
       front.stall();
+      // A 200 from the good replica and one connect_timeout retry are the failover; a handshake
+      // left to stall would end in a 504 instead.
       for (let i = 0; i < 2; i++) {
-        const t0 = Date.now();
         const res = await request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: JSON_HEADERS, body: chatBody({ stream: false }) });
         assert.equal(res.statusCode, 200);
         await res.body.text();
-        assert.ok(Date.now() - t0 < 2000, `took ${Date.now() - t0} ms`);
       }
       const metrics = await (await request(`${g.adminUrl}/metrics`)).body.text();
       assert.match(metrics, /warmroute_upstream_retries_total\{replica="127\.0\.0\.1:\d+",cause="connect_timeout"\} 1/);

@@ -5,6 +5,7 @@ import { resolveConfig } from '../../src/config/load.js';
 import { buildGateway, type Gateway } from '../../src/server.js';
 import { loggerOptions } from '../../src/telemetry/logger.js';
 import { startFixture, type FixtureUpstream } from './fixture-upstream.js';
+import { waitFor } from './wait.js';
 
 export interface TestGateway {
   gw: Gateway;
@@ -41,6 +42,16 @@ export async function startGateway(upstreams: string[], raw: Record<string, any>
 
 export function accessLines(logs: Record<string, any>[]): Record<string, any>[] {
   return logs.filter((l) => l.msg === 'request');
+}
+
+/**
+ * The access lines once `pred` holds of them, or throws after `ms`. A line is written when the
+ * gateway has finished the response, which can be a moment after the client has read all of it.
+ */
+export async function waitForAccess(g: Pick<TestGateway, 'logs'>, pred: (lines: Record<string, any>[]) => boolean, ms = 2_000): Promise<Record<string, any>[]> {
+  let lines: Record<string, any>[] = [];
+  await waitFor(`access lines such that ${String(pred)}`, () => pred((lines = accessLines(g.logs))), ms);
+  return lines;
 }
 
 export function chatBody(extra: Record<string, unknown> = {}, content = 'Hello there'): string {

@@ -10,6 +10,8 @@ export interface SpawnedGateway {
   port: number;
   /** Parsed log lines so far. */
   logs: Record<string, any>[];
+  /** Lines on stdout that were not JSON (not log lines). */
+  otherLines: string[];
   /** Resident memory now and its peak so far (VmHWM), from /proc, in KiB. */
   memory(): { rssKb: number; hwmKb: number };
   stop(): Promise<number | null>;
@@ -20,12 +22,15 @@ export async function spawnGateway(upstreams: string[], extra: string[] = []): P
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
   const logs: Record<string, any>[] = [];
+  const otherLines: string[] = [];
   const lines = createInterface({ input: child.stdout! });
   const listening = await new Promise<{ url: string; adminUrl: string }>((resolve, reject) => {
     lines.on('line', (l) => {
-      const o = JSON.parse(l);
+      let o: Record<string, any>;
+      // A line that is not a log line (a stray print) must not throw inside this handler.
+      try { o = JSON.parse(l); } catch { otherLines.push(l); return; }
       logs.push(o);
-      if (o.msg === 'warmroute listening') resolve(o);
+      if (o.msg === 'warmroute listening') resolve(o as { url: string; adminUrl: string });
     });
     child.once('exit', (code) => reject(new Error(`the gateway exited with ${code} before listening`)));
   });
@@ -35,6 +40,7 @@ export async function spawnGateway(upstreams: string[], extra: string[] = []): P
     ...listening,
     port: Number(new URL(listening.url).port),
     logs,
+    otherLines,
     memory: () => ({ rssKb: status('VmRSS'), hwmKb: status('VmHWM') }),
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');

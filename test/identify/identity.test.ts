@@ -42,6 +42,8 @@ describe('identity: prefix chain (chat)', () => {
       const msgs = conversation(SYSTEM, 3, prng(3)).messages(3);
       const base = chatIdentity(msgs, null, { cache_salt: 'tenant-a' }).chain;
       const changed = chatIdentity(msgs, null, { cache_salt: 'tenant-a', ...extra }).chain;
+      assert.ok(base.length > 0, 'a chain to compare');
+      assert.equal(changed.length, base.length);
       for (let i = 0; i < base.length; i++) assert.notEqual(base[i], changed[i], `link ${i}`);
     });
   }
@@ -210,6 +212,8 @@ describe('identity: Responses API (/v1/responses)', () => {
     it(`${field} changes the seed, hence every link`, () => {
       const a = resp([{ role: 'user', content: 'x' }, { role: 'user', content: 'y' }]).chain;
       const b = resp([{ role: 'user', content: 'x' }, { role: 'user', content: 'y' }], extra).chain;
+      assert.ok(a.length > 0, 'a chain to compare');
+      assert.equal(b.length, a.length);
       for (let i = 0; i < a.length; i++) assert.notEqual(a[i], b[i]);
     });
   }

@@ -53,7 +53,8 @@ describe('stored responses: a request that continues one goes to the replica hol
     const pinned = router.session('k')!.replica;
     // A response stored on another replica than the session's pin.
     let other = serve(respIdentity('b', { prompt_cache_key: 'other-0' }), 'resp_elsewhere');
-    for (let i = 1; other.ranked[0].name === pinned; i++) other = serve(respIdentity('b', { prompt_cache_key: `other-${i}` }), 'resp_elsewhere');
+    for (let i = 1; other.ranked[0].name === pinned && i < 1000; i++) other = serve(respIdentity('b', { prompt_cache_key: `other-${i}` }), 'resp_elsewhere');
+    assert.notEqual(other.ranked[0].name, pinned, 'no key in 1000 was placed off the pin');
     const d = serve(respIdentity('c', { previous_response_id: 'resp_elsewhere' }, { 'x-session-id': 'k' }), 'resp_c');
     assert.equal(d.ranked[0].name, other.ranked[0].name);
     assert.equal(router.session('k')!.replica, other.ranked[0].name);
@@ -93,7 +94,13 @@ describe('stored responses: a request that continues one goes to the replica hol
     const { replicas, router, serve, lost } = setup();
     const holder = serve(respIdentity('hello'), 'resp_1').ranked[0];
     const rest = replicas.filter((r) => r.name !== holder.name);
-    assert.throws(() => router.route({ identity: respIdentity('more', { previous_response_id: 'resp_1' }), replicas: rest }), /no longer in the fleet/);
+    assert.throws(() => router.route({ identity: respIdentity('more', { previous_response_id: 'resp_1' }), replicas: rest }), (e: unknown) => {
+      assert.ok(isWarmrouteError(e));
+      assert.equal(e.statusCode, 409);
+      assert.equal(e.openaiCode, 'response_state_lost');
+      assert.match(e.message, /no longer in the fleet/);
+      return true;
+    });
     assert.deepEqual(lost, [['removed', holder.name]]);
   });
 

@@ -2,8 +2,8 @@
 // stage's layout (/app: package.json, a production node_modules, dist/ compiled by tsc), a clean
 // environment, and — where this machine allows it (root, util-linux) — the container's constraints:
 // a new PID namespace in which node is PID 1, a private mount namespace whose root filesystem is
-// read-only, and uid/gid 1000. Where it does not, the command runs as a plain child and the caller
-// says which constraints went unchecked.
+// read-only, and the uid/gid the caller names (the Dockerfile's USER). Where it does not, the
+// command runs as a plain child and the caller skips what needs the constraints.
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
@@ -17,7 +17,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
 /** The runtime stage's /app: package.json (ESM), node_modules, dist/ from the build's tsconfig. */
 export async function imageLayout(): Promise<{ dir: string; remove(): void }> {
   const dir = mkdtempSync(join(tmpdir(), 'warmroute-image-'));
-  chmodSync(dir, 0o755); // readable by the image's uid 1000, as the root-owned files in the image are
+  chmodSync(dir, 0o755); // readable by the image's non-root user, as the root-owned files in the image are
   copyFileSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
@@ -30,19 +30,23 @@ export async function imageLayout(): Promise<{ dir: string; remove(): void }> {
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** Who the command runs as inside the sandbox. */
+export interface ImageUser { uid: number; gid: number }
+
 // In a new mount namespace a per-mount read-only flag on / changes nothing outside it.
-const SANDBOX = [
+const sandboxPrefix = (u: ImageUser) => [
   'unshare', '--mount', '--pid', '--fork', '--mount-proc', '--propagation', 'private',
-  'sh', '-c', 'mount -o remount,bind,ro / && exec setpriv --reuid 1000 --regid 1000 --clear-groups "$@"', 'sh',
+  'sh', '-c', `mount -o remount,bind,ro / && exec setpriv --reuid ${u.uid} --regid ${u.gid} --clear-groups "$@"`, 'sh',
 ];
 
 /** PATH with the node that runs the tests first, as `node` is first on the image's PATH. */
 export const IMAGE_PATH = `${dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`;
 
-/** Whether this machine can run a command as the sandbox does, reading `dir` as uid 1000. Null if so, else why not. */
-export function sandboxUnavailable(dir: string): string | null {
+/** Whether this machine can run a command as the sandbox does, reading `dir` as `user`. Null if so, else why not. */
+export function sandboxUnavailable(dir: string, user: ImageUser): string | null {
   if (process.platform !== 'linux' || process.getuid?.() !== 0) return 'needs root on Linux (unshare, mount)';
-  const r = spawnSync(SANDBOX[0], [...SANDBOX.slice(1), 'node', '-e', "import('fastify').then(() => process.exit(0))"], { cwd: dir, env: { PATH: IMAGE_PATH }, encoding: 'utf8', timeout: 20_000 });
+  const sandbox = sandboxPrefix(user);
+  const r = spawnSync(sandbox[0], [...sandbox.slice(1), 'node', '-e', "import('fastify').then(() => process.exit(0))"], { cwd: dir, env: { PATH: IMAGE_PATH }, encoding: 'utf8', timeout: 20_000 });
   return r.status === 0 ? null : `unshare/setpriv failed here (${r.error?.message ?? `exit ${r.status}: ${r.stderr.trim().slice(0, 200)}`})`;
 }
 
@@ -57,9 +61,10 @@ export interface Contained {
   pid(): number;
 }
 
-/** Runs `argv` (the image's ENTRYPOINT + CMD) in `dir` with exactly `env`, sandboxed or plain. */
-export function runContained(dir: string, argv: string[], env: Record<string, string>, sandbox: boolean): Contained {
-  const cmd = sandbox ? [...SANDBOX, ...argv] : argv;
+/** Runs `argv` (the image's ENTRYPOINT + CMD) in `dir` with exactly `env`, sandboxed as `user`, or plain (null). */
+export function runContained(dir: string, argv: string[], env: Record<string, string>, user: ImageUser | null): Contained {
+  const sandbox = user !== null;
+  const cmd = sandbox ? [...sandboxPrefix(user), ...argv] : argv;
   const child = spawn(cmd[0], cmd.slice(1), { cwd: dir, env: { PATH: IMAGE_PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';

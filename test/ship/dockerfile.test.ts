@@ -1,17 +1,17 @@
 // The container, without a container engine: the Dockerfile read as data for what only the file
 // can say (base image, stages, user, ports, exec forms), then the image's own command run the way
 // the image runs it (container.ts): its layout, a clean environment, node as PID 1, a read-only
-// root filesystem, uid 1000 — and the image's HEALTHCHECK command run against it.
+// root filesystem, the Dockerfile's USER — and the image's HEALTHCHECK command run against it.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { resolveConfig } from '../../src/config/load.js';
 import { startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
+import { freePort } from '../store/redis-server.js';
 import { waitFor } from '../sim/helpers.js';
-import { IMAGE_PATH, imageLayout, procStatus, rootReadOnly, runContained, sandboxUnavailable } from './container.js';
+import { IMAGE_PATH, imageLayout, procStatus, rootReadOnly, runContained, sandboxUnavailable, type ImageUser } from './container.js';
 import { execForm, healthcheckCommand, instructionsOf, parseDockerfile } from './dockerfile.js';
 
 const df = parseDockerfile('Dockerfile');
@@ -25,6 +25,9 @@ const one = (keyword: string) => {
 const entrypoint = execForm(one('ENTRYPOINT').args);
 const cmd = execForm(one('CMD').args);
 const healthCmd = healthcheckCommand(one('HEALTHCHECK'));
+/** The runtime stage's USER (uid[:gid], numeric: checked below), whom the image's command is run as. */
+const [userUid, userGid = userUid] = one('USER').args.trim().split(':');
+const user: ImageUser = { uid: Number(userUid), gid: Number(userGid) };
 const defaults = resolveConfig({ upstreams: [{ url: 'http://x:1' }] });
 /** The Dockerfile without its comments (which may well name what the instructions avoid). */
 const code = df.text.split('\n').filter((l) => !/^\s*#/.test(l)).join('\n');
@@ -88,14 +91,6 @@ describe('Dockerfile', () => {
   });
 });
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
 describe('the image\'s command, run as the image runs it', () => {
   let layout: Awaited<ReturnType<typeof imageLayout>>;
   let replica: FixtureUpstream;
@@ -103,7 +98,7 @@ describe('the image\'s command, run as the image runs it', () => {
   before(async () => {
     layout = await imageLayout();
     replica = await startFixture('vllm-0');
-    noSandbox = sandboxUnavailable(layout.dir);
+    noSandbox = sandboxUnavailable(layout.dir, user);
   });
   after(async () => {
     await replica?.close();
@@ -112,21 +107,22 @@ describe('the image\'s command, run as the image runs it', () => {
   const argv = () => [...entrypoint!, ...cmd!];
 
   it('with nothing configured, it exits 2 and names what is missing', async () => {
-    const c = runContained(layout.dir, argv(), env, noSandbox === null);
+    const c = runContained(layout.dir, argv(), env, noSandbox === null ? user : null);
     assert.equal(await c.exited, 2);
     assert.match(c.stderr(), /no upstream replicas: pass --upstream URL/);
     assert.match(c.stderr(), /WARMROUTE_UPSTREAM/);
   });
 
-  it('from WARMROUTE_* alone: serves, passes its HEALTHCHECK, is PID 1 on a read-only root as uid 1000, and drains on SIGTERM', async (t) => {
-    if (noSandbox) t.diagnostic(`PID 1, read-only root and uid 1000 not checked: ${noSandbox}`);
+  it('from WARMROUTE_* alone, as PID 1 on a read-only root as the Dockerfile\'s USER: serves, passes its HEALTHCHECK, and drains on SIGTERM', async (t) => {
+    // Without the sandbox the run would not be the image's: skipped, not passed.
+    if (noSandbox) return void t.skip(`needs the sandbox (PID 1, read-only root, uid ${user.uid}): ${noSandbox}`);
     const adminPort = await freePort();
     const wr = {
       ...env, WARMROUTE_UPSTREAM: replica.url, WARMROUTE_HOST: '127.0.0.1', WARMROUTE_PORT: '0',
       WARMROUTE_ADMIN_HOST: '127.0.0.1', WARMROUTE_ADMIN_PORT: String(adminPort),
     };
     const health = () => spawnSync(healthCmd![0], healthCmd!.slice(1), { env: { PATH: IMAGE_PATH, ...wr }, timeout: 10_000 }).status;
-    const c = runContained(layout.dir, argv(), wr, noSandbox === null);
+    const c = runContained(layout.dir, argv(), wr, user);
     try {
       await waitFor(() => c.logs.some((l) => l.msg === 'warmroute listening') || c.child.exitCode !== null, 20_000, 'the gateway to listen');
       const listening = c.logs.find((l) => l.msg === 'warmroute listening');
@@ -141,13 +137,14 @@ describe('the image\'s command, run as the image runs it', () => {
       assert.match(await res.text(), /data: \[DONE\]/);
       assert.equal(health(), 0, 'the HEALTHCHECK passes');
 
-      if (!noSandbox) {
-        const pid = c.pid();
-        assert.equal(procStatus(pid, 'NSpid').split(/\s+/).pop(), '1', 'node is PID 1 in its namespace');
-        assert.equal(procStatus(pid, 'Uid').split(/\s+/)[0], '1000');
-        assert.ok(rootReadOnly(pid), 'the root filesystem is read-only');
-        assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[1], /^dist\/cli\.js$/);
-      }
+      // The premises (the harness sets them up; checked so the assertions around them mean what
+      // they say): node itself, as PID 1, as the Dockerfile's USER, on a read-only root.
+      const pid = c.pid();
+      assert.equal(procStatus(pid, 'NSpid').split(/\s+/).pop(), '1', 'node is PID 1 in its namespace');
+      assert.equal(procStatus(pid, 'Uid').split(/\s+/)[0], String(user.uid), 'the Dockerfile\'s USER');
+      assert.equal(procStatus(pid, 'Gid').split(/\s+/)[0], String(user.gid));
+      assert.ok(rootReadOnly(pid), 'the root filesystem is read-only');
+      assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[1], /^dist\/cli\.js$/);
       // SIGTERM to node itself: as PID 1 it only sees the signal because it handles it.
       process.kill(c.pid(), 'SIGTERM');
       assert.equal(await c.exited, 0);

@@ -82,15 +82,8 @@ export async function counterSum(c: { get(): Promise<{ values: { labels: Record<
   return values.filter((v) => !label || v.labels[label[0]] === label[1]).reduce((s, v) => s + v.value, 0);
 }
 
-/** Calls `f` every 10 ms until it returns true or `ms` pass; returns how long it took, or throws. */
-export async function waitFor(what: string, f: () => boolean | Promise<boolean>, ms = 2_000): Promise<number> {
-  const t0 = performance.now();
-  while (!(await f())) {
-    if (performance.now() - t0 > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return performance.now() - t0;
-}
+// Generic: it lives with the other test helpers; re-exported for the tests that import it from here.
+export { waitFor } from '../helpers/wait.js';
 
 /** A pino logger that keeps its lines in memory. */
 export function memoryLogger(level = 'info'): { log: Logger; lines: Record<string, any>[] } {
