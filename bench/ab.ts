@@ -27,6 +27,12 @@ if (!args.b) {
   process.stderr.write('usage: npm run bench:ab -- --b PATH/TO/OTHER/dist/cli.js [--a dist/cli.js]\n');
   process.exit(2);
 }
+const ROUTES = ['chat', 'completions'] as const;
+const route = ROUTES.find((r) => r === args.route);
+if (route === undefined) {
+  process.stderr.write(`--route wants ${ROUTES.join(' or ')}, got ${JSON.stringify(args.route)}\n`);
+  process.exit(2);
+}
 const BLOCK = 50;
 const PER_ROUND = 1_000;
 
@@ -35,7 +41,7 @@ const targets: Target[] = [upstream];
 for (const [name, entry] of [['A', args.a], ['B', args.b]] as const) {
   targets.push(await startWarmroute(upstream.url, ['--log-level', 'info'], entry, `${name} ${entry}`));
 }
-const body = benchBody(Number(args['body-kb']), args.route === 'completions' ? 'completions' : 'chat');
+const body = benchBody(Number(args['body-kb']), route);
 const loads = targets.map(loaded);
 try {
   await warm(loads, body);
@@ -44,7 +50,7 @@ try {
   const { ttft: c50, cpuPerReq } = await rotatedRounds(loads, body, PER_ROUND * rounds, rounds);
   const d1 = percentiles(c1.get(upstream.name)!);
   const d50 = percentiles(c50.get(upstream.name)!);
-  process.stdout.write(`${args.route} requests of ${args['body-kb']} KiB\n\n| target | c=1 TTFT p50 ms | p90 | added p50 | c=50 p50 ms | p99 | added p99 | CPU µs/request (c=50) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n`);
+  process.stdout.write(`${route} requests of ${args['body-kb']} KiB\n\n| target | c=1 TTFT p50 ms | p90 | added p50 | c=50 p50 ms | p99 | added p99 | CPU µs/request (c=50) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n`);
   for (const t of targets) {
     const a = percentiles(c1.get(t.name)!);
     const b = percentiles(c50.get(t.name)!);

@@ -12,6 +12,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { fmt, percentiles, type Percentiles } from './lib/percentiles.js';
+import { call } from './lib/http.js';
 import { histogramQuantile } from './lib/prom.js';
 import { benchBody, closePools, interleaved, loaded, rotatedRounds, steadyBlocks, warm } from './overhead/load.js';
 import { nginxPath, startNaive, startNginx, startRawNode, startFastifyUndici, startTcpPipe, startUpstream, startWarmroute, type Target } from './overhead/targets.js';
@@ -60,7 +61,7 @@ try {
   progress('');
 
   const wr = targets.find((t) => t.name === 'warmroute')!;
-  const metricsText = await (await fetch(`${wr.adminUrl}/metrics`)).text();
+  const metricsText = await (await call(`${wr.adminUrl}/metrics`)).text();
   const selfReported = {
     overheadP50Ms: (histogramQuantile(metricsText, 'warmroute_gateway_overhead_seconds', 0.5) ?? NaN) * 1000,
     overheadP99Ms: (histogramQuantile(metricsText, 'warmroute_gateway_overhead_seconds', 0.99) ?? NaN) * 1000,

@@ -1,11 +1,13 @@
-// The fault suite's client: sends one request and says how it ended, from the client's side.
-//   completed — the whole answer (an event stream ending in [DONE], or a complete JSON body);
-//   explicit  — an error the client can act on: an HTTP error status with an OpenAI error body,
-//               an `error` event ending a stream, or a body cut short that the client's HTTP
-//               library reports as such;
+// The fault suite's client: sends one streamed chat completion and says how it ended, from the
+// client's side.
+//   completed — the whole answer: status 200, an event stream, and [DONE] (with no error event);
+//   explicit  — an error the client can act on: an HTTP error status with an OpenAI error body
+//               ({"error": ...}), an `error` event in the stream, or a non-stream body cut short
+//               that the client's HTTP library reports as such;
 //   silent    — anything else: no answer at all, an event stream that just stops without [DONE]
-//               or an error event (an OpenAI SDK returns that as a complete answer), or no end
-//               within the deadline.
+//               or an error event (an OpenAI SDK returns that as a complete answer), a success
+//               status that is not a whole event stream (a 200 JSON body — even one holding an
+//               error —, a 204, a 3xx), or no end within the deadline.
 
 import { Agent, request } from 'undici';
 import { createSseEvents } from '../../src/stream/sse-events.js';
@@ -19,23 +21,35 @@ export interface Ended {
 }
 
 export interface SendOptions {
-  path?: string;
   headers?: Record<string, string>;
   /** The whole exchange must end within this, ms. */
   deadlineMs?: number;
-  /** Read the body slowly: pause this long after every chunk. */
-  readDelayMs?: number;
   /** A client that stops reading: after the first chunk, nothing for this long. */
   pauseAfterFirstMs?: number;
   dispatcher?: Agent;
 }
 
+/** The `error` member of a JSON object holding one (an OpenAI error body or error event), else undefined. */
+function errorOf(text: string): { code?: unknown } | undefined {
+  let o: unknown;
+  try {
+    o = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (o === null || typeof o !== 'object' || !('error' in o)) return undefined;
+  const e = (o as { error: unknown }).error;
+  return e !== null && typeof e === 'object' ? (e as { code?: unknown }) : {};
+}
+
+/** POST /v1/chat/completions with `body`, which must ask for a stream: the suite judges streams only. */
 export async function send(base: string, body: string, opts: SendOptions = {}): Promise<Ended> {
+  if ((JSON.parse(body) as { stream?: unknown }).stream !== true) throw new Error('the fault suite\'s client sends stream requests only (stream: true)');
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), opts.deadlineMs ?? 30_000);
   let status = 0;
   try {
-    const res = await request(`${base}${opts.path ?? '/v1/chat/completions'}`, {
+    const res = await request(`${base}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...opts.headers },
       body,
@@ -45,13 +59,14 @@ export async function send(base: string, body: string, opts: SendOptions = {}): 
       bodyTimeout: 0,
     });
     status = res.statusCode;
-    const sse = String(res.headers['content-type'] ?? '').startsWith('text/event-stream');
+    const contentType = String(res.headers['content-type'] ?? '');
+    const sse = contentType.startsWith('text/event-stream');
     let done = false;
     let errorEvent = false;
     let text = '';
     const events = createSseEvents(({ data }) => {
       if (data === '[DONE]') done = true;
-      else if (data.startsWith('{"error"')) errorEvent = true;
+      else if (errorOf(data) !== undefined) errorEvent = true;
     });
     try {
       let first = true;
@@ -60,7 +75,6 @@ export async function send(base: string, body: string, opts: SendOptions = {}): 
         first = false;
         if (sse) events.push(chunk as Buffer);
         else if (text.length < 1 << 20) text += (chunk as Buffer).toString();
-        if (opts.readDelayMs) await new Promise((r) => setTimeout(r, opts.readDelayMs));
       }
     } catch (e) {
       if (ac.signal.aborted) return { ending: 'silent', status, detail: 'no end within the deadline' };
@@ -70,18 +84,15 @@ export async function send(base: string, body: string, opts: SendOptions = {}): 
       return { ending: 'silent', status, detail: `stream cut without an error event: ${(e as Error).message}` };
     }
     if (status >= 400) {
-      return /"error":\{"message"/.test(text) ? { ending: 'explicit', status, detail: /"code":"([^"]+)"/.exec(text)?.[1] ?? String(status) } : { ending: 'silent', status, detail: `HTTP ${status} without an error body` };
+      const err = sse ? undefined : errorOf(text);
+      if (err === undefined) return { ending: 'silent', status, detail: `HTTP ${status} without an error body` };
+      return { ending: 'explicit', status, detail: typeof err.code === 'string' || typeof err.code === 'number' ? String(err.code) : String(status) };
     }
-    if (sse) {
-      if (errorEvent) return { ending: 'explicit', status, detail: 'error event' };
-      return done ? { ending: 'completed', status, detail: '' } : { ending: 'silent', status, detail: 'stream ended without [DONE] or an error event' };
-    }
-    try {
-      JSON.parse(text);
-      return { ending: 'completed', status, detail: '' };
-    } catch {
-      return { ending: 'silent', status, detail: 'JSON body that does not parse' };
-    }
+    if (!sse) return { ending: 'silent', status, detail: `HTTP ${status} ${contentType || 'without a content type'} where an event stream was asked for` };
+    if (errorEvent) return { ending: 'explicit', status, detail: 'error event' };
+    if (!done) return { ending: 'silent', status, detail: 'stream ended without [DONE] or an error event' };
+    if (status !== 200) return { ending: 'silent', status, detail: `an event stream with HTTP ${status}` };
+    return { ending: 'completed', status, detail: '' };
   } catch (e) {
     if (ac.signal.aborted) return { ending: 'silent', status, detail: 'no answer within the deadline' };
     return { ending: 'silent', status, detail: `no answer: ${(e as Error).message}` };

@@ -2,19 +2,16 @@
 // sends requests through the fault, and tallies how each request ended (client.ts). `size`
 // scales counts and durations: `short` for `npm test`, `full` for `npm run chaos`.
 
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createInterface } from 'node:readline';
-import pino from 'pino';
 import { Agent } from 'undici';
 import { DEFAULT_MODEL, startReplica, type SimReplica, type SimReplicaOptions } from '../sim/index.js';
-import { resolveConfig } from '../../src/config/load.js';
-import { buildGateway, type Gateway } from '../../src/server.js';
-import { loggerOptions } from '../../src/telemetry/logger.js';
 import { startFixture, type FixtureUpstream } from '../../test/helpers/fixture-upstream.js';
+import { startGateway, type TestGateway } from '../../test/helpers/gateway.js';
 import { rawResponse, startRawReplica } from '../../test/helpers/raw-replica.js';
+import { spawnGateway, type SpawnedGateway } from '../../test/helpers/spawn-gateway.js';
 import { startRedis } from '../../test/store/redis-server.js';
 import { send, tally, type Ended, type Tally } from './client.js';
 
@@ -36,29 +33,13 @@ const body = (i: number, model = DEFAULT_MODEL) => JSON.stringify({
   messages: [{ role: 'system', content: 'You are a voice agent for a parcel service. Answer briefly.' }, { role: 'user', content: `Where is parcel ${i}?` }],
 });
 
-interface Gw { gw: Gateway; url: string; adminUrl: string; close(): Promise<void> }
-
-async function gateway(upstreams: string[], raw: Record<string, any> = {}): Promise<Gw> {
-  const config = resolveConfig({
-    ...raw,
-    upstreams: upstreams.map((url) => ({ url })),
-    listen: { host: '127.0.0.1', port: 0 },
-    admin: { host: '127.0.0.1', port: 0 },
-    logging: { level: 'silent' },
-    health: { probeIntervalMs: 200, ...(raw.health ?? {}) },
-    outlier: { baseEjectionMs: 300, ...(raw.outlier ?? {}) },
-  });
-  const gw = buildGateway(config, { log: pino(loggerOptions('silent')), defaultMetrics: false });
-  const { url, adminUrl } = await gw.listen();
-  return { gw, url, adminUrl, close: () => gw.close() };
-}
-
-async function sims(n: number, opts: SimReplicaOptions = {}): Promise<SimReplica[]> {
-  return Promise.all(Array.from({ length: n }, () => startReplica({ ...FAST, ...opts })));
+/** An in-process gateway, silent, with the test suite's fast health probes and ejections. */
+function gateway(upstreams: string[], raw: Record<string, any> = {}): Promise<TestGateway> {
+  return startGateway(upstreams, { ...raw, logging: { level: 'silent' } });
 }
 
 /** `total` requests, `concurrency` at a time; `during(i)` runs before request i is sent. */
-async function load(url: string, total: number, concurrency: number, opts: { during?: (i: number) => Promise<void> | void; headers?: (i: number) => Record<string, string>; deadlineMs?: number; model?: string } = {}): Promise<Ended[]> {
+async function load(url: string, total: number, concurrency: number, opts: { during?: (i: number) => Promise<void> | void; model?: string } = {}): Promise<Ended[]> {
   const out: Ended[] = [];
   let next = 0;
   const dispatcher = new Agent({ connections: concurrency });
@@ -66,7 +47,7 @@ async function load(url: string, total: number, concurrency: number, opts: { dur
     while (next < total) {
       const i = next++;
       await opts.during?.(i);
-      out.push(await send(url, body(i, opts.model), { headers: { 'x-session-id': `s${i % 40}`, ...opts.headers?.(i) }, deadlineMs: opts.deadlineMs, dispatcher }));
+      out.push(await send(url, body(i, opts.model), { headers: { 'x-session-id': `s${i % 40}` }, dispatcher }));
     }
   }));
   await dispatcher.close();
@@ -75,8 +56,9 @@ async function load(url: string, total: number, concurrency: number, opts: { dur
 
 const n = (size: Size, short: number, full: number) => (size === 'short' ? short : full);
 
-async function withSims<T>(count: number, opts: SimReplicaOptions, f: (rs: SimReplica[]) => Promise<T>): Promise<T> {
-  const rs = await sims(count, opts);
+/** `count` simulated replicas with FAST timing for the length of `f`. */
+async function withSims<T>(count: number, f: (rs: SimReplica[]) => Promise<T>): Promise<T> {
+  const rs = await Promise.all(Array.from({ length: count }, () => startReplica(FAST)));
   try {
     return await f(rs);
   } finally {
@@ -86,7 +68,7 @@ async function withSims<T>(count: number, opts: SimReplicaOptions, f: (rs: SimRe
 
 /** `count` simulated replicas behind a gateway configured with `raw`; `fault` breaks some; `total` requests, 10 at a time. */
 function simFault(fault: string, opts: { count: number; raw?: Record<string, any>; total: [short: number, full: number]; apply(rs: SimReplica[], size: Size): void }) {
-  return (size: Size): Promise<Row> => withSims(opts.count, {}, async (rs) => {
+  return (size: Size): Promise<Row> => withSims(opts.count, async (rs) => {
     const g = await gateway(rs.map((r) => r.url), opts.raw);
     try {
       opts.apply(rs, size);
@@ -125,7 +107,7 @@ export async function malformed(size: Size): Promise<Row> {
 export async function redisRestart(size: Size): Promise<Row> {
   const redis = await startRedis();
   try {
-    return await withSims(2, {}, async (rs) => {
+    return await withSims(2, async (rs) => {
       const g = await gateway(rs.map((r) => r.url), { redis: { url: redis.url } });
       try {
         const total = n(size, 90, 900);
@@ -143,42 +125,46 @@ export async function redisRestart(size: Size): Promise<Row> {
   }
 }
 
+/**
+ * A gateway in a process of its own (test/helpers/spawn-gateway.ts: stop() is SIGTERM, then
+ * SIGKILL after 10 s), SIGKILLed too if this process exits first.
+ */
+async function spawned(upstreams: string[]): Promise<SpawnedGateway & { rssMb(): number; hwmMb(): number }> {
+  const g = await spawnGateway(upstreams);
+  const kill = () => g.child.kill('SIGKILL');
+  process.once('exit', kill);
+  g.child.once('exit', () => process.off('exit', kill));
+  return { ...g, rssMb: () => g.memory().rssKb / 1024, hwmMb: () => g.memory().hwmKb / 1024 };
+}
+
+/** Its exit code once it has exited by itself; after `ms`, stop() (its SIGKILL) and null: never a hang. */
+async function exitCodeWithin(g: SpawnedGateway, ms: number): Promise<number | null> {
+  const running = g.child.exitCode === null && g.child.signalCode === null;
+  if (running && !(await once(g.child, 'exit', { signal: AbortSignal.timeout(ms) }).then(() => true, () => false))) {
+    await g.stop();
+    return null;
+  }
+  return g.child.exitCode;
+}
+
 export async function sigterm(size: Size): Promise<Row> {
   const up = await startFixture('sigterm');
-  const g = await spawnGateway([up.url]);
+  const g = await spawned([up.url]);
   try {
     const streams = n(size, 20, 50);
     const dispatcher = new Agent({ connections: streams });
     const live = Array.from({ length: streams }, (_, i) => send(g.url, body(i, 'fixture-model'), { headers: { 'x-session-id': `t${i}`, 'x-fixture-chunks': '10', 'x-fixture-gap-ms': '100' }, dispatcher }));
     await new Promise((r) => setTimeout(r, 300));
-    g.term();
+    // One SIGTERM only: the gateway drains on the first and a second would kill it outright.
+    g.child.kill('SIGTERM');
     const results = await Promise.all(live);
-    const code = await g.exited;
+    const code = await exitCodeWithin(g, 15_000);
     await dispatcher.close();
-    return { fault: `SIGTERM with ${streams} live streams`, ...tally(results), measured: `exit code ${code}` };
+    return { fault: `SIGTERM with ${streams} live streams`, ...tally(results), figures: { exitCode: code ?? NaN }, measured: code === null ? 'no exit within 15 s of SIGTERM: SIGKILLed' : `exit code ${code}` };
   } finally {
-    g.term();
+    await g.stop();
     await up.close();
   }
-}
-
-/** A gateway in a process of its own (the CLI through tsx), for SIGTERM and memory figures. */
-async function spawnGateway(upstreams: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', ...upstreams.flatMap((u) => ['--upstream', u]), '--host', '127.0.0.1', '--port', '0', '--admin-host', '127.0.0.1', '--admin-port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  process.once('exit', () => child.kill('SIGKILL'));
-  const url = await new Promise<string>((resolve, reject) => {
-    const rl = createInterface({ input: child.stdout! });
-    rl.on('line', (l) => {
-      try {
-        const o = JSON.parse(l) as { msg?: string; url?: string };
-        if (o.msg === 'warmroute listening' && o.url) resolve(o.url);
-      } catch { /* not a log line */ }
-    });
-    child.once('exit', (code) => reject(new Error(`the gateway exited with ${code}`)));
-  });
-  const status = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? NaN) / 1024;
-  return { url, pid: child.pid!, rssMb: () => status('VmRSS'), hwmMb: () => status('VmHWM'), term: () => { if (child.exitCode === null) child.kill('SIGTERM'); }, exited };
 }
 
 /** An SSE replica that writes `mb` MiB of events as fast as its socket takes them, and counts them. */
@@ -207,7 +193,7 @@ async function firehose(mb: number): Promise<{ url: string; written(): number; c
 export async function slowReader(size: Size): Promise<Row> {
   const mb = n(size, 30, 50);
   const hose = await firehose(mb);
-  const g = await spawnGateway([hose.url]);
+  const g = await spawned([hose.url]);
   try {
     const before = g.rssMb();
     // The client reads its first chunk, then nothing for 3 s, then the rest as fast as it can.
@@ -228,15 +214,14 @@ export async function slowReader(size: Size): Promise<Row> {
       measured: `while the client read nothing for 3 s the replica could write ${(pausedWritten / 1048576).toFixed(1)} MB and the gateway's RSS grew ${paused.toFixed(0)} MB; peak +${peak.toFixed(0)} MB, ${((Date.now() - t0) / 1000).toFixed(1)} s`,
     };
   } finally {
-    g.term();
-    await g.exited;
+    await g.stop();
     await hose.close();
   }
 }
 
 export async function manyStreams(size: Size): Promise<Row> {
   const up: FixtureUpstream = await startFixture('many');
-  const g = await spawnGateway([up.url]);
+  const g = await spawned([up.url]);
   try {
     const streams = n(size, 200, 1000);
     const seconds = n(size, 3, 30);
@@ -250,14 +235,13 @@ export async function manyStreams(size: Size): Promise<Row> {
     await new Promise((r) => setTimeout(r, 1000));
     return { figures: { beforeMb: before, peakMb: peak, afterMb: g.rssMb() }, fault: `${streams} concurrent streams held ${seconds} s`, ...tally(results), measured: `gateway RSS ${before.toFixed(0)} MB before, peak +${peak.toFixed(0)} MB, ${g.rssMb().toFixed(0)} MB after` };
   } finally {
-    g.term();
-    await g.exited;
+    await g.stop();
     await up.close();
   }
 }
 
 /** Every fault of the suite, by a short name. */
-export const SCENARIOS: Record<string, (size: Size) => Promise<Row>> = {
+export const SCENARIOS = {
   refused: refusesConnections,
   'hang-before-headers': hangsBeforeHeaders,
   'stall-mid-stream': stallsMidStream,
@@ -270,7 +254,49 @@ export const SCENARIOS: Record<string, (size: Size) => Promise<Row>> = {
   sigterm,
   'slow-reader': slowReader,
   'many-streams': manyStreams,
+} satisfies Record<string, (size: Size) => Promise<Row>>;
+
+export type ScenarioName = keyof typeof SCENARIOS;
+
+export const isScenario = (name: string): name is ScenarioName => Object.hasOwn(SCENARIOS, name);
+
+/** What each fault must show besides zero silent losses, short run or full; throws an AssertionError saying what it missed. */
+export const EXPECT: Record<ScenarioName, (r: Row) => void> = {
+  refused: (r) => assert.equal(r.completed, r.sent, 'a refused connection fails over'),
+  'hang-before-headers': (r) => assert.ok(r.explicit > 0 && r.notes.some((x) => x.includes('504')), `a replica that hangs before headers gives the client 504s (notes: ${r.notes.join('; ')})`),
+  'stall-mid-stream': (r) => assert.ok(r.explicit > 0 && r.notes.some((x) => x.includes('error event')), `a stream stalled mid-way ends with an error event (notes: ${r.notes.join('; ')})`),
+  'die-mid-stream': (r) => assert.ok(r.explicit > 0 && r.notes.some((x) => x.includes('error event')), `a stream cut mid-way ends with an error event (notes: ${r.notes.join('; ')})`),
+  'die-mid-stream-resumed': (r) => assert.equal(r.completed, r.sent, 'every broken stream is resumed'),
+  '503': (r) => assert.equal(r.completed, r.sent, 'a 503 before any byte is retried'),
+  'all-down': (r) => assert.equal(r.explicit, r.sent, 'with every replica down, every request gets an explicit error'),
+  malformed: (r) => assert.equal(r.completed, 0, 'nothing malformed is passed on as an answer'),
+  redis: (r) => assert.equal(r.completed, r.sent, 'routing goes on without Redis'),
+  sigterm: (r) => {
+    assert.equal(r.completed, r.sent, 'live streams finish on SIGTERM');
+    assert.equal(r.figures!.exitCode, 0, 'the gateway exits 0 by itself after SIGTERM');
+  },
+  'slow-reader': (r) => {
+    assert.equal(r.completed, 1, 'the slow reader gets its whole stream');
+    // A 30 MB stream to a client that reads nothing: the replica is held back by what the sockets
+    // buffer, and the gateway holds next to nothing.
+    assert.ok(r.figures!.pausedWrittenMb < 20, `the replica wrote ${r.figures!.pausedWrittenMb.toFixed(1)} MB to a paused client`);
+    assert.ok(r.figures!.peakRssMb < 64, `gateway RSS peaked ${r.figures!.peakRssMb.toFixed(0)} MB above its start`);
+  },
+  'many-streams': (r) => {
+    assert.equal(r.completed, r.sent, 'every concurrent stream completes');
+    assert.ok(r.figures!.afterMb - r.figures!.beforeMb < 64, `memory comes back after the streams end (${r.figures!.beforeMb.toFixed(0)} MB before, ${r.figures!.afterMb.toFixed(0)} MB after)`);
+  },
 };
+
+/**
+ * Throws an AssertionError naming what the row missed: no request may end without the client
+ * knowing (completed, or an explicit error it can act on), and the fault's own EXPECT.
+ */
+export function checkRow(name: ScenarioName, row: Row): void {
+  assert.equal(row.silent, 0, `${row.fault}: ${row.silent} silent losses (${row.notes.join('; ')})`);
+  assert.equal(row.completed + row.explicit, row.sent, `${row.fault}: ${row.sent} sent, ${row.completed} completed + ${row.explicit} explicit`);
+  EXPECT[name](row);
+}
 
 export function tableOf(rows: readonly Row[]): string {
   const lines = ['| fault | sent | completed | explicit errors | silent losses | measured |', '|---|---:|---:|---:|---:|---|'];

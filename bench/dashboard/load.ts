@@ -3,6 +3,7 @@
 // the trouble a dashboard exists for — a replica answering 503, one cutting streams, one crashing
 // and coming back cold — and two sessions that change their own prompt (prefix drift).
 
+import { call } from '../lib/http.js';
 import { keepAliveAgent, streamChatExchange } from '../voice/client.js';
 import { MAX_TOKENS, MODEL } from '../voice/conversation.js';
 import { runStrategy, type StrategyRun } from '../voice/run.js';
@@ -29,9 +30,7 @@ export interface LoadEvent {
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 async function fault(url: string, method: 'POST' | 'DELETE', body?: object, query = ''): Promise<void> {
-  const res = await fetch(`${url}/sim/fault${query}`, { method, body: body && JSON.stringify(body), headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(5000) });
-  await res.arrayBuffer();
-  if (!res.ok) throw new Error(`${method} ${url}/sim/fault: HTTP ${res.status}`);
+  await (await call(`${url}/sim/fault${query}`, { method, body: body && JSON.stringify(body), headers: { 'content-type': 'application/json' } }, 5000)).arrayBuffer();
 }
 
 /**

@@ -70,8 +70,7 @@ export function buildPage(p: PageInput): { html: string; height: number } {
     if (d.panel.type === 'row') return `<div class="row" style="${style}">${esc(d.panel.title)}</div>`;
     return `<div class="panel" style="${style}">${panelHtml(d, width(g.w), height(g.h), p.times, xMax, p.marks)}</div>`;
   });
-  const gridHeight = rows * ROW_PX + (rows - 1) * GAP;
-  const total = Math.ceil(HEADER_PX + gridHeight + 40 + MARGIN);
+  const total = Math.ceil(HEADER_PX + height(rows) + 40 + MARGIN);
   const html = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${esc(p.title)}</title><style>${css(colPx)}</style></head><body style="height:${total}px">
 <header><h1>${esc(p.title)}</h1><p>${p.subtitle}</p></header>

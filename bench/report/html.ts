@@ -2,8 +2,8 @@
 
 import type { BenchResult } from '../voice/bench.js';
 import { checkReferences, verdictOf, type Goal, type Reference } from '../voice/goals.js';
-import { NO_GATEWAY, ORACLE_NOTE, paramsLine } from '../voice/markdown.js';
-import { viaGateway } from '../voice/oracle.js';
+import { MULTI_GATEWAY_NOTE, NO_GATEWAY, ORACLE_NOTE, paramsLine } from '../voice/markdown.js';
+import { gatewaysOf, viaGateway } from '../voice/oracle.js';
 import type { StrategySummary } from '../voice/summary.js';
 import { COLORS, gatewayHops, hopBreakdown, NAMES, perTurn, ttftCdf } from './charts.js';
 import { esc } from './svg.js';
@@ -94,7 +94,7 @@ export function buildHtml(r: BenchResult, title = 'warmroute — voice sessions 
 ${summaryTables(r.summaries)}
 <p class="note">TTFT: request sent → first content chunk at the client, streaming, every request. Hit rate: Σ vllm:prefix_cache_hits_total / Σ vllm:prefix_cache_queries_total over the replicas during the strategy's run.
 Ideal: every session on a replica of its own with unbounded KV, its agent's system prompt warm once any earlier request computed it — the run's exact token streams replayed through a model of the simulator's prefix cache.
-Load: requests served by the busiest replica over the fleet average. Gateway overhead: warmroute's own <code>warmroute_gateway_overhead_seconds</code> histogram.${r.summaries.some((s) => !viaGateway(s.strategy)) ? `\n${esc(ORACLE_NOTE)}` : ''}</p>
+Load: requests served by the busiest replica over the fleet average. Gateway overhead: warmroute's own <code>warmroute_gateway_overhead_seconds</code> histogram.${r.summaries.some((s) => !viaGateway(s.strategy)) ? `\n${esc(ORACLE_NOTE)}` : ''}${r.summaries.some((s) => gatewaysOf(s.strategy) > 1) ? `\n${esc(MULTI_GATEWAY_NOTE)}` : ''}</p>
 <h2>Goals</h2>
 ${goalsList(r.goals, checkReferences(r.summaries))}
 <h2>TTFT distribution</h2>

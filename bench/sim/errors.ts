@@ -20,7 +20,9 @@ const err = (status: number, message: string, type: string, param: string | null
 
 export function validationError(kind: string, loc: (string | number)[], msg: string, input: unknown = {}): HttpError {
   const locStr = `(${loc.map((l) => (typeof l === 'string' ? `'${l}'` : String(l))).join(', ')})`;
-  const detail = `[{'type': '${kind}', 'loc': ${locStr}, 'msg': '${msg}', 'input': ${JSON.stringify(input)}}]`;
+  // Python's repr of a str: double quotes when it holds a single quote ("Input should be 'user', ...").
+  const msgRepr = msg.includes("'") && !msg.includes('"') ? `"${msg}"` : `'${msg}'`;
+  const detail = `[{'type': '${kind}', 'loc': ${locStr}, 'msg': ${msgRepr}, 'input': ${JSON.stringify(input)}}]`;
   return err(400, `1 validation error:\n  ${detail} ${detail}`, 'Bad Request');
 }
 

@@ -154,6 +154,17 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
     engine.reset();
   };
 
+  /**
+   * A new process: nothing in flight survives, the KV cache and the response store start empty,
+   * and process_start_time_seconds moves on. Shared by `recover` and `restart`; each decides
+   * for itself whether the /metrics counters start over too.
+   */
+  const newProcess = () => {
+    dropInFlight();
+    gen.responses.clear();
+    metrics.restarted();
+  };
+
   const reset = () => {
     dropInFlight();
     gen.responses.clear();
@@ -180,10 +191,8 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
     if (!crashed || closed) return;
     crashed = false;
     faults.clear('crash');
-    // A restarted vLLM comes back with an empty KV cache and an empty response store, as a new process.
-    engine.reset();
-    gen.responses.clear();
-    metrics.restarted();
+    // The /metrics counters persist (README: so tests can still read them after a crash).
+    newProcess();
     server.listen(port, cfg.host);
   };
 
@@ -196,9 +205,9 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
       if (f.kind === 'crash') return crash(f);
       if (f.kind === 'recover') return recover();
       if (f.kind === 'restart') {
-        dropInFlight();
+        // Quicker than any health check, and the /metrics counters start over, as a real restart's.
         metrics.reset();
-        metrics.restarted();
+        newProcess();
         return;
       }
       if (f.kind === 'slow') engine.setSlowFactor(f.factor ?? 4);

@@ -18,22 +18,22 @@ export interface ResponseStore {
   get(id: string): StoredResponse | undefined;
   put(r: StoredResponse): void;
   clear(): void;
-  size(): number;
 }
 
 /**
  * vLLM never evicts (its own comment calls the store a memory leak); the simulator keeps the most
- * recent `max` so a long benchmark cannot grow it without bound. Oldest go first.
+ * recent MAX_STORED so a long benchmark cannot grow it without bound. Oldest go first.
  */
-export function createResponseStore(max = 100_000): ResponseStore {
+const MAX_STORED = 100_000;
+
+export function createResponseStore(): ResponseStore {
   const byId = new Map<string, StoredResponse>();
   return {
     get: (id) => byId.get(id),
     put(r) {
       byId.set(r.id, r);
-      if (byId.size > max) byId.delete(byId.keys().next().value as string);
+      if (byId.size > MAX_STORED) byId.delete(byId.keys().next().value as string);
     },
     clear: () => byId.clear(),
-    size: () => byId.size,
   };
 }

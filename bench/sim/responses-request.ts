@@ -6,7 +6,7 @@
 // on vLLM. An id this replica never stored is vLLM's 404.
 
 import type { SimConfig } from './config.js';
-import { errors, type HttpError } from './errors.js';
+import { errors, validationError, type HttpError } from './errors.js';
 import { randomHex } from './hash.js';
 import { checkLength, common, isObj, maxTokensField, pickTool, type GenRequest, type ResponsesMeta } from './request.js';
 import type { ResponseStore } from './response-store.js';
@@ -14,12 +14,15 @@ import { renderChat, type ChatMessage } from './tokenizer.js';
 
 type Item = Record<string, unknown>;
 
+/** The roles an input message may have (the openai types vLLM validates `input` with). */
+const MESSAGE_ROLES = ['user', 'assistant', 'system', 'developer'];
+
 /** Responses API input items → chat messages (vLLM's construct_chat_messages_with_tool_call). */
 function inputMessages(input: unknown): ChatMessage[] | HttpError {
   if (typeof input === 'string') return [{ role: 'user', content: input }];
   if (!Array.isArray(input)) return errors.invalid('input', 'Input should be a valid string or list');
   const out: ChatMessage[] = [];
-  for (const raw of input) {
+  for (const [i, raw] of input.entries()) {
     if (!isObj(raw)) return errors.invalid('input', 'Input should be a valid dictionary');
     const item = raw as Item;
     const type = item.type ?? 'message';
@@ -31,10 +34,16 @@ function inputMessages(input: unknown): ChatMessage[] | HttpError {
       if (prev && prev.role === 'assistant' && !prev.tool_calls) prev.tool_calls = [call];
       else out.push({ role: 'assistant', content: null, tool_calls: [call] });
     } else if (type === 'function_call_output') {
-      out.push({ role: 'tool', tool_call_id: String(item.call_id ?? ''), content: typeof item.output === 'string' ? item.output : JSON.stringify(item.output ?? '') });
+      // call_id is required (FunctionCallOutput): vLLM's request validation rejects an output without one.
+      if (typeof item.call_id !== 'string') return validationError('missing', ['body', 'input', i, 'call_id'], 'Field required', item);
+      out.push({ role: 'tool', tool_call_id: item.call_id, content: typeof item.output === 'string' ? item.output : JSON.stringify(item.output ?? '') });
     } else if (type === 'reasoning') {
       // Reasoning items are not rendered back into the prompt here.
-    } else if (type === 'message' && typeof item.role === 'string') {
+    } else if (type === 'message') {
+      if (item.role === undefined) return validationError('missing', ['body', 'input', i, 'role'], 'Field required', item);
+      if (typeof item.role !== 'string' || !MESSAGE_ROLES.includes(item.role)) {
+        return validationError('literal_error', ['body', 'input', i, 'role'], "Input should be 'user', 'assistant', 'system' or 'developer'", item.role);
+      }
       const content = item.content;
       if (content !== undefined && content !== null && typeof content !== 'string' && !Array.isArray(content)) {
         return errors.invalid('input', 'Input should be a valid string');

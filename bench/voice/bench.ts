@@ -4,10 +4,11 @@
 
 import { cpus } from 'node:os';
 import { mulberry32 } from '../../src/prng.js';
-import { startGateway, gatewayMetrics, sampleInflight, startRedisServer, startSimFleet, type Fleet, type GatewayMetrics } from './fleet.js';
+import { startRedis } from '../../test/store/redis-server.js';
+import { startGateway, gatewayMetrics, sampleInflight, startSimFleet, type Fleet, type GatewayMetrics } from './fleet.js';
 import { checkGoals, type Goal } from './goals.js';
 import { idealHits } from './ideal.js';
-import { inflightFromRecords, ORACLE, oracleTargets, replicaName, viaGateway } from './oracle.js';
+import { gatewaysOf, inflightFromRecords, ORACLE, oracleTargets, replicaName, viaGateway } from './oracle.js';
 import { plannedRequests, runStrategy, type RunOptions, type StrategyRun, type TurnRecord } from './run.js';
 import { summarize, type StrategySummary } from './summary.js';
 import { warmReplicas } from './warmup.js';
@@ -17,8 +18,7 @@ import { buildWorkload, type WorkloadOptions } from './workload.js';
 // The oracle last: the reference the routers are read against.
 export const STRATEGIES = ['round-robin', 'least-loaded', 'session-hash', 'affinity', ORACLE] as const;
 
-/** `affinity@3`: warmroute as three gateway processes sharing pins through one redis-server, each request to one at random. */
-export const gatewaysOf = (strategy: string): number => Number(/^affinity@(\d+)$/.exec(strategy)?.[1] ?? 1);
+export { gatewaysOf };
 
 export interface BenchOptions {
   workload: Partial<WorkloadOptions>;
@@ -138,31 +138,27 @@ async function throughGateway(urls: string[], strategy: string): Promise<Via> {
 
 /** Several warmroute children on one redis-server; each request to one of them at random (seeded). */
 async function throughGateways(urls: string[], n: number, seed: number): Promise<Via> {
-  const redis = await startRedisServer();
+  const redis = await startRedis();
   const gws = await Promise.all(Array.from({ length: n }, () => startGateway(urls, 'affinity', ['--redis', redis.url])));
-  let samplers: ReturnType<typeof sampleInflight>[] = [];
   return {
     target: { urls: gws.map((g) => g.url), random: mulberry32(seed + 7) },
-    watch(maxMs) { samplers = gws.map((g) => sampleInflight(g.adminUrl, 250, maxMs)); },
-    async finish() {
-      // In flight per replica through all gateways: the sum of each one's (peaks: an upper bound).
-      const each = await Promise.all(samplers.map((x) => x.stop()));
-      const sum = (k: 'peak' | 'mean') => each.reduce<Record<string, number>>((acc, x) => {
-        for (const [r, v] of Object.entries(x[k])) acc[r] = (acc[r] ?? 0) + v;
-        return acc;
-      }, {});
+    watch() { /* the records are the watch: see finish() */ },
+    async finish(run) {
       for (const g of gws) {
         const died = g.died();
         if (died) throw new Error(`a gateway of ${n} ${died}`);
       }
-      const metrics = await Promise.all(gws.map((g) => gatewayMetrics(g.adminUrl)));
-      const decisions: Record<string, number> = {};
-      for (const m of metrics) for (const [k, v] of Object.entries(m.decisions)) decisions[k] = (decisions[k] ?? 0) + v;
-      return { inflight: { peak: sum('peak'), mean: sum('mean') }, gateway: { ...metrics[0], decisions } };
+      // In flight per replica through all N gateways together, from the client's records at the
+      // single gateway's 250 ms cadence: each request counts on the replica that answered it from
+      // its send to its end. Polling each gateway apart cannot give this (their peaks need not
+      // coincide; a sum of them is only an upper bound), and the records see every request.
+      const inflight = inflightFromRecords(run.records, urls.map(replicaName), run.durationMs, 250);
+      // Overhead quantiles from the N gateways' histograms merged, decisions summed.
+      return { inflight, gateway: await gatewayMetrics(gws.map((g) => g.adminUrl)) };
     },
     async stop() {
       await Promise.all(gws.map((g) => g.stop()));
-      await redis.stop();
+      await redis.kill();
     },
   };
 }

@@ -76,7 +76,11 @@ async function main(): Promise<number> {
   }
   const gateways = num(a.gateways, 1, 'gateways', 1, 8);
   const strategies = (a.strategies ?? (gateways > 1 ? `affinity,affinity@${gateways}` : STRATEGIES.join(','))).split(',').map((x) => x.trim()).filter(Boolean);
-  for (const st of strategies) if (!(STRATEGIES as readonly string[]).includes(st) && gatewaysOf(st) === 1) throw new Error(`unknown strategy ${st}`);
+  for (const st of strategies) {
+    if ((STRATEGIES as readonly string[]).includes(st)) continue;
+    if (!/^affinity@\d+$/.test(st)) throw new Error(`unknown strategy ${st}; one of ${STRATEGIES.join(', ')} or affinity@N`);
+    if (!(gatewaysOf(st) >= 2)) throw new Error(`${st}: affinity@N wants N ≥ 2 gateways (one gateway is plain affinity)`);
+  }
   const api = (a.api ?? 'chat') as Api;
   if (!(APIS as readonly string[]).includes(api)) throw new Error(`--api wants ${APIS.join(' or ')}, got ${a.api}`);
   const o: BenchOptions = {

@@ -8,6 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { percentiles } from '../lib/percentiles.js';
+import { call } from '../lib/http.js';
 import { startGateway, type Fleet } from './fleet.js';
 import { runStrategy, type TurnRecord } from './run.js';
 import { warmReplicas } from './warmup.js';
@@ -16,9 +17,10 @@ import { buildWorkload, type WorkloadOptions } from './workload.js';
 export interface DrainRun {
   handoff: boolean;
   victim: string;
+  /** ms after the run started at which the drain POST had been answered. */
   drainAtMs: number;
   moved: number;
-  /** TTFT of each moved session's first turn after the drain began. */
+  /** TTFT of each moved session's first turn after the drain began that another replica served. */
   movedNext: ReturnType<typeof percentiles>;
   /** Turns (not first turns) of sessions that never were on the victim, after the drain began. */
   unmoved: ReturnType<typeof percentiles>;
@@ -29,40 +31,49 @@ export interface DrainRun {
   errors: number;
 }
 
-async function json(url: string, init: RequestInit = {}): Promise<any> {
-  const r = await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) });
-  return r.json();
-}
+interface AdminReplica { name: string; sessionsPinned: number; drain: Record<string, unknown> | null }
+
+const replicasOf = async (adminUrl: string) => ((await (await call(`${adminUrl}/admin/replicas`)).json()) as { replicas: AdminReplica[] }).replicas;
 
 async function oneRun(fleet: Fleet, workload: ReturnType<typeof buildWorkload>, handoff: boolean, o: { requestTimeoutMs: number; maxDurationMs: number }, progress: (l: string) => void): Promise<DrainRun> {
   const dir = mkdtempSync(join(tmpdir(), 'wr-drain-'));
   const config = join(dir, 'warmroute.yaml');
   writeFileSync(config, `handoff:\n  enabled: ${handoff}\n`);
   const gw = await startGateway(fleet.urls, 'affinity', ['--config', config]);
+  const tag = `[drain, handoff ${handoff ? 'on' : 'off'}]`;
   let victim = '';
+  /** ms after the run started (the records' clock) at which the drain POST was answered; -1 before. */
   let drainAtMs = -1;
+  let drained: Promise<void> | null = null;
+  let drainError: unknown = null;
   try {
     await fleet.reset();
     await warmReplicas(fleet.urls, workload, o.requestTimeoutMs);
-    let draining = false;
     const run = await runStrategy({
       url: gw.url, strategy: handoff ? 'drain+handoff' : 'drain', workload,
       maxDurationMs: o.maxDurationMs, requestTimeoutMs: o.requestTimeoutMs,
       onProgress: (p) => {
-        progress(`[drain, handoff ${handoff ? 'on' : 'off'}] ${p.done}/${p.total} requests${drainAtMs >= 0 ? `, drained ${victim} at ${(drainAtMs / 1000).toFixed(1)} s` : ''}`);
-        if (draining || p.done < 0.4 * p.total) return;
-        draining = true;
-        void (async () => {
-          const reps = (await json(`${gw.adminUrl}/admin/replicas`)).replicas as { name: string; sessionsPinned: number }[];
-          victim = reps.sort((a, b) => b.sessionsPinned - a.sessionsPinned)[0].name;
-          drainAtMs = p.elapsedMs;
-          await json(`${gw.adminUrl}/admin/replicas/${encodeURIComponent(victim)}/drain`, { method: 'POST' });
-        })();
+        progress(`${tag} ${p.done}/${p.total} requests${drainAtMs >= 0 ? `, drained ${victim} at ${(drainAtMs / 1000).toFixed(1)} s` : ''}`);
+        if (drained || p.done < 0.4 * p.total) return;
+        // The run's start on this clock, so the drain's moment is on the records' clock.
+        const runStart = performance.now() - p.elapsedMs;
+        drained = (async () => {
+          const reps = await replicasOf(gw.adminUrl);
+          if (reps.length === 0) throw new Error('GET /admin/replicas lists no replica');
+          victim = [...reps].sort((a, b) => b.sessionsPinned - a.sessionsPinned)[0].name;
+          await call(`${gw.adminUrl}/admin/replicas/${encodeURIComponent(victim)}/drain`, { method: 'POST' });
+          // Only now is the replica draining: a turn sent before this is not a moved one.
+          drainAtMs = performance.now() - runStart;
+        })().catch((e: unknown) => { drainError = e; });
       },
     });
-    const drain = victim ? ((await json(`${gw.adminUrl}/admin/replicas`)).replicas as { name: string; drain: Record<string, unknown> | null }[]).find((r) => r.name === victim)?.drain ?? null : null;
+    await drained;
+    if (drainError !== null) throw new Error(`${tag} the drain of ${victim || 'the busiest replica'} failed, so the run measured no drain`, { cause: drainError });
+    if (drainAtMs < 0 || drainAtMs > run.durationMs) throw new Error(`${tag} the drain did not happen while the run went on (${run.records.length} requests in ${(run.durationMs / 1000).toFixed(1)} s): nothing to measure`);
+    const drain = (await replicasOf(gw.adminUrl)).find((r) => r.name === victim)?.drain ?? null;
     return { handoff, victim, drainAtMs, drain, ...measure(run.records, victim, drainAtMs) };
   } finally {
+    await drained;
     await gw.stop();
   }
 }
@@ -78,7 +89,9 @@ function measure(records: readonly TurnRecord[], victim: string, at: number) {
     const after = rs.filter((r) => r.sentMs >= at);
     const lastBefore = before[before.length - 1];
     if (lastBefore?.replica === victim) {
-      if (after[0]) movedNext.push(after[0]);
+      // The first turn the drained replica did not serve: one it still served has not moved yet.
+      const next = after.find((r) => r.replica !== victim);
+      if (next) movedNext.push(next);
     } else if (!rs.some((r) => r.replica === victim)) {
       unmoved.push(...after.filter((r) => r.turn > 0 && r.ok));
     }

@@ -2,21 +2,13 @@
 // gateway child per strategy, each on its own event loop as in production; and what is read from
 // them: the vLLM prefix-cache counters, the gateway's own overhead histogram, in-flight samples.
 
-import { freePort, startChild, startChildLines, TSX, type Child } from '../lib/procs.js';
-import { histogramQuantile } from '../lib/prom.js';
+import { call } from '../lib/http.js';
+import { startChildLines, TSX, type Child } from '../lib/procs.js';
+import { histogramQuantile, sumBy, sumSamples } from '../lib/prom.js';
 import { startWarmroute, type Target } from '../overhead/targets.js';
 
-// No admin call may hang a run: loopback answers in milliseconds or something is wrong.
-const TIMEOUT_MS = 10_000;
-
-/** fetch, whose failures name the URL: undici's own message is only "fetch failed". */
-async function call(url: string, init: RequestInit = {}, timeoutMs = TIMEOUT_MS): Promise<Response> {
-  try {
-    return await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
-  } catch (e) {
-    throw new Error(`${init.method ?? 'GET'} ${url} failed`, { cause: e });
-  }
-}
+// Re-exported: test/bench/e2e.test.ts reads the replicas' counters with it from here.
+export { sumSamples };
 
 export interface Fleet {
   urls: string[];
@@ -40,29 +32,14 @@ export async function startSimFleet(replicas: number, outputTokens: [number, num
   return {
     urls,
     async reset() {
-      await Promise.all(urls.map(async (u) => {
-        const r = await call(`${u}/sim/reset`, { method: 'POST' });
-        await r.arrayBuffer();
-        if (!r.ok) throw new Error(`${u}/sim/reset: HTTP ${r.status}`);
-      }));
+      await Promise.all(urls.map(async (u) => (await call(`${u}/sim/reset`, { method: 'POST' })).arrayBuffer()));
     },
     async prefixCounters() {
       const texts = await Promise.all(urls.map(async (u) => (await call(`${u}/metrics`)).text()));
-      return {
-        queries: texts.reduce((s, t) => s + sumSamples(t, 'vllm:prefix_cache_queries_total'), 0),
-        hits: texts.reduce((s, t) => s + sumSamples(t, 'vllm:prefix_cache_hits_total'), 0),
-      };
+      return { queries: sumSamples(texts, 'vllm:prefix_cache_queries_total'), hits: sumSamples(texts, 'vllm:prefix_cache_hits_total') };
     },
     stop: () => child.stop(),
   };
-}
-
-/** Sum of every sample of a metric in Prometheus text (all label sets). */
-export function sumSamples(text: string, name: string): number {
-  let sum = 0;
-  const esc = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  for (const m of text.matchAll(new RegExp(`^${esc}(?:\\{[^}]*\\})? (\\S+)`, 'gm'))) sum += Number(m[1]);
-  return sum;
 }
 
 export interface Gateway {
@@ -93,12 +70,16 @@ export async function startGateway(urls: string[], strategy: string, more: strin
   proc.once('exit', (code, signal) => {
     if (!stopping) died = `exited (code ${code}, signal ${signal}) before it was stopped; its last output:\n${tail.trim() || '(none)'}`;
   });
-  // Ready once every replica is up and its model list is known (bounded wait).
+  // Ready once every replica is up and its model list is known (bounded wait; a gateway that never
+  // gets there fails the run rather than measuring a fleet it only half sees).
   const deadline = Date.now() + 10_000;
   for (;;) {
     const r = (await (await call(`${adminUrl}/admin/replicas`)).json()) as AdminReplicas;
     if (r.replicas.every((x) => x.state === 'up' && x.models !== null)) break;
-    if (Date.now() > deadline) break;
+    if (Date.now() > deadline) {
+      await t.child!.stop();
+      throw new Error(`the ${strategy} gateway did not see every replica up within 10 s: ${r.replicas.map((x) => `${x.name} ${x.state}${x.models === null ? ' (no model list)' : ''}`).join(', ')}`);
+    }
     await new Promise((res) => setTimeout(res, 100));
   }
   return {
@@ -110,29 +91,24 @@ export async function startGateway(urls: string[], strategy: string, more: strin
   };
 }
 
-/** A throwaway redis-server child on a free loopback port, for several gateways to share pins. */
-export async function startRedisServer(): Promise<{ url: string; stop(): Promise<void> }> {
-  const port = await freePort();
-  const child = await startChild('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], /Ready to accept connections/, { timeoutMs: 10_000 });
-  return { url: `redis://127.0.0.1:${port}`, stop: () => child.stop() };
-}
-
 export interface GatewayMetrics {
   overheadP50Ms: number | null;
   overheadP99Ms: number | null;
   decisions: Record<string, number>;
 }
 
-export async function gatewayMetrics(adminUrl: string): Promise<GatewayMetrics> {
-  const text = await (await call(`${adminUrl}/metrics`)).text();
+/**
+ * The gateway's own figures from its /metrics; given several gateways (one fleet, pins shared),
+ * their overhead histograms are merged bucket by bucket before the quantiles are taken and their
+ * route decisions summed, so the figures are those of every request, whichever gateway took it.
+ */
+export async function gatewayMetrics(adminUrls: string | readonly string[]): Promise<GatewayMetrics> {
+  const texts = await Promise.all((typeof adminUrls === 'string' ? [adminUrls] : adminUrls).map(async (u) => (await call(`${u}/metrics`)).text()));
   const q = (p: number) => {
-    const v = histogramQuantile(text, 'warmroute_gateway_overhead_seconds', p);
+    const v = histogramQuantile(texts, 'warmroute_gateway_overhead_seconds', p);
     return v === null ? null : v * 1000;
   };
-  const decisions: Record<string, number> = {};
-  for (const m of text.matchAll(/^warmroute_route_decisions_total\{reason="([^"]+)"\} (\S+)$/gm)) {
-    if (Number(m[2]) > 0) decisions[m[1]] = Number(m[2]);
-  }
+  const decisions = Object.fromEntries(Object.entries(sumBy(texts, 'warmroute_route_decisions_total', 'reason')).filter(([, v]) => v > 0));
   return { overheadP50Ms: q(0.5), overheadP99Ms: q(0.99), decisions };
 }
 

@@ -2,7 +2,7 @@
 
 import type { BenchResult } from './bench.js';
 import { checkReferences, goalLine, referenceLine } from './goals.js';
-import { viaGateway } from './oracle.js';
+import { gatewaysOf, viaGateway } from './oracle.js';
 import type { StrategySummary } from './summary.js';
 
 export const LABELS: Record<string, string> = {
@@ -10,7 +10,6 @@ export const LABELS: Record<string, string> = {
   'least-loaded': 'least-loaded',
   'session-hash': 'session-hash (ring, no load cap)',
   affinity: '**warmroute** (affinity)',
-  'affinity@3': '**warmroute**, 3 gateways (Redis; each request to a random one)',
   oracle: 'oracle (session i → replica i mod R, no gateway)',
 };
 
@@ -20,7 +19,10 @@ export const NO_GATEWAY = '—';
 const ms = (v: number | null | undefined, d = 0) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(d));
 const pct = (v: number | null | undefined) => (v === null || v === undefined ? '–' : `${(v * 100).toFixed(1)}%`);
 const ratio = (v: number | null | undefined) => (v === null || v === undefined ? '–' : v.toFixed(2));
-const label = (s: StrategySummary) => LABELS[s.strategy] ?? s.strategy;
+const label = (s: StrategySummary) => {
+  const n = gatewaysOf(s.strategy);
+  return LABELS[s.strategy] ?? (n > 1 ? `**warmroute**, ${n} gateways (Redis; each request to a random one)` : s.strategy);
+};
 
 function row(cells: string[]): string {
   return `| ${cells.join(' | ')} |`;
@@ -88,6 +90,9 @@ export function paramsLine(r: BenchResult): string {
 export const ORACLE_NOTE = "Oracle = no gateway at all: the client sends session i's every request straight to replica i mod R, chosen up front " +
   "(perfect stickiness, even session counts), with the same fleet reset, warmup and workload as the others; its in flight is sampled from the client's records.";
 
+export const MULTI_GATEWAY_NOTE = 'warmroute with N gateways: its gateway overhead is read from the N gateways\' histograms merged bucket by bucket, ' +
+  'and its peak in flight per replica from the client\'s records (as the oracle\'s), since the gateways\' separate in-flight counts peak at different moments.';
+
 export function markdownReport(r: BenchResult): string {
   const wr = r.summaries.find((s) => s.strategy === 'affinity');
   return [
@@ -99,6 +104,7 @@ export function markdownReport(r: BenchResult): string {
       'Ideal = every session on a replica of its own with unbounded KV, its agent\'s system prompt warm once any earlier request computed it (replay of the run\'s exact token streams through a model of the simulator\'s prefix cache).',
     '',
     ...(r.summaries.some((s) => !viaGateway(s.strategy)) ? [ORACLE_NOTE, ''] : []),
+    ...(r.summaries.some((s) => gatewaysOf(s.strategy) > 1) ? [MULTI_GATEWAY_NOTE, ''] : []),
     fullTables(r.summaries),
     '',
     ...(r.summaries.some((s) => s.errors > 0) ? [failureTable(r.summaries, r.records), ''] : []),

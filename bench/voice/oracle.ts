@@ -10,6 +10,12 @@ export const ORACLE = 'oracle';
 /** Strategies that run without a gateway: no route reasons, no Server-Timing, no gateway overhead. */
 export const viaGateway = (strategy: string) => strategy !== ORACLE;
 
+/**
+ * `affinity@3`: warmroute as three gateway processes sharing pins through one redis-server, each
+ * request to one at random; 1 for any other strategy. The CLI accepts `affinity@N` only for N ≥ 2.
+ */
+export const gatewaysOf = (strategy: string): number => Number(/^affinity@(\d+)$/.exec(strategy)?.[1] ?? 1);
+
 /** Session i → replica i mod R. */
 export function oraclePlan(sessions: number, replicas: number): number[] {
   if (!(replicas >= 1)) throw new Error(`the oracle needs at least one replica, got ${replicas}`);

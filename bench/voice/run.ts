@@ -114,15 +114,19 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
     const group = o.workload.groups[plan.group];
     const dialogue = dialogueOf(o.api ?? 'chat', plan, group);
     await sleep(plan.startMs);
-    /** One request: the caller's utterance (step 0), or (null) the follow-up after a tool result. */
-    const exchange = async (turn: number, step: number, user: string | null): Promise<Exchange> => {
+    /**
+     * One request: the caller's utterance (step 0), or (null) the follow-up after a tool result.
+     * `complete`: a 200 whose answer arrived whole; the record's `ok` also wants a first token.
+     */
+    const exchange = async (turn: number, step: number, user: string | null): Promise<{ x: Exchange; complete: boolean }> => {
       const req = dialogue.next(user);
       const messages = dialogue.messages.slice();
       inflight++;
       const url = o.urls && !o.direct?.[si] ? o.urls[Math.floor((o.random ?? Math.random)() * o.urls.length)] : dest[si].url;
       const x = await streamExchange(url, req.path, req.headers, req.body, agent, o.requestTimeoutMs, req.read);
       inflight--;
-      const ok = x.status === 200 && x.error === null && x.done && x.ttftMs !== null;
+      const complete = x.status === 200 && x.error === null && x.done;
+      const ok = complete && x.ttftMs !== null;
       records.push({
         strategy: o.strategy, session: si, group: plan.group, turn, step, keyMode: plan.keyMode,
         sentMs: x.sentAt - t0, ttftMs: x.ttftMs, totalMs: x.totalMs, status: x.status, ok, error: ok ? null : x.error ?? 'incomplete',
@@ -130,18 +134,17 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
         completionTokens: x.completionTokens, toolCall: x.toolCall !== null, idealCachedTokens: null,
       });
       sent.push({ sentAt: x.sentAt, messages, tools: group.tools, content: x.content, toolCall: x.toolCall, finishReason: x.finishReason });
-      const complete = x.status === 200 && x.error === null && x.done;
       dialogue.settle(x, complete, step);
-      return x;
+      return { x, complete };
     };
     for (let turn = 0; turn < plan.turns.length; turn++) {
       if (performance.now() > deadline) {
         truncated = true;
         return;
       }
-      const x = await exchange(turn, 0, plan.turns[turn].user);
+      const { x, complete } = await exchange(turn, 0, plan.turns[turn].user);
       // The agent speaks after the tool result, with no pause: part of the same caller turn.
-      if (x.status === 200 && x.error === null && x.done && x.toolCall) await exchange(turn, 1, null);
+      if (complete && x.toolCall) await exchange(turn, 1, null);
       if (turn < plan.turns.length - 1) await sleep(plan.turns[turn].thinkMs);
     }
   };

@@ -31,6 +31,29 @@ test('crash closes the listener and every socket; recover re-listens on the same
   assert.equal(again.usage?.prompt_tokens_details?.cached_tokens, 0, 'a restarted replica has an empty KV cache');
 });
 
+test('restart: a new process behind the same listener: cold KV cache, stored Responses gone, counters emptied, new start time', async (t) => {
+  const r = await replica(t, FAST);
+  const startTime = async () => Number(/^process_start_time_seconds (\S+)$/m.exec(await (await fetch(`${r.url}/metrics`)).text())![1]);
+  const messages = user(text(200));
+  await chat(r.url, { messages, max_tokens: 1 });
+  const stored = await postJson(r.url, '/v1/responses', { input: 'Book me in for Tuesday.' });
+  assert.equal(stored.status, 200);
+  const follow = { previous_response_id: stored.json.id, input: 'At nine, please.' };
+  // Before the restart the id continues the conversation.
+  assert.equal((await postJson(r.url, '/v1/responses', follow)).status, 200);
+  const before = await startTime();
+
+  r.fault({ kind: 'restart' });
+  assert.ok((await startTime()) > before, 'process_start_time_seconds moves on');
+  assert.equal(r.counters().prefixCacheQueries, 0, '/metrics counters start over');
+  const after = await postJson(r.url, '/v1/responses', follow);
+  assert.equal(after.status, 404, 'a response stored before the restart is forgotten');
+  assert.deepEqual(after.json, { error: { message: `Response with id '${stored.json.id}' not found.`, type: 'invalid_request_error', param: 'response_id', code: 404 } });
+  assert.equal((await fetch(`${r.url}/v1/responses/${stored.json.id}`)).status, 404);
+  const again = await chat(r.url, { messages, max_tokens: 1 });
+  assert.equal(again.usage?.prompt_tokens_details?.cached_tokens, 0, 'a restarted replica has an empty KV cache');
+});
+
 test('crash over the admin endpoint, recovering by itself after recoverAfterMs', async (t) => {
   const r = await replica(t, FAST);
   const res = await postJson(r.url, '/sim/fault', { kind: 'crash', recoverAfterMs: 150 });
