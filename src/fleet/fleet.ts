@@ -71,7 +71,7 @@ export function createFleet(deps: {
   health = createHealth({
     registry, agent, metrics, log,
     options: healthOptionsOf(config),
-    forget: (name) => router.forgetReplica(name),
+    forget: (name, cause, newProcessSince) => (cause === 'restart' && newProcessSince !== null ? router.replicaRestarted(name, newProcessSince) : router.forgetReplica(name)),
     warm: (r, reason) => void warmup.warm(r, reason),
   });
   const drains = createDrains({ registry, router, store, lastPrompts, agent, health, metrics, log, options: config.handoff });

@@ -57,8 +57,12 @@ export interface HealthDeps {
   metrics: Metrics;
   log: Logger;
   options: HealthOptions;
-  /** The replica has surely lost its cache: routing forgets its prefix index and pins. */
-  forget(replica: string, cause: ColdReason): void;
+  /**
+   * The replica has surely lost its cache: routing forgets its prefix index and pins. After a
+   * restart, `newProcessSince` (wall ms) is when its current process started, or the latest time
+   * the old one was surely still running: what it stored before then is gone.
+   */
+  forget(replica: string, cause: ColdReason, newProcessSince: number | null): void;
   /** The replica comes back cold: warm it (fleet/warmup.ts) before it takes sessions. */
   warm?(r: ReplicaState, reason: ColdReason | 'join'): void;
 }
@@ -114,10 +118,10 @@ export function createHealth(deps: HealthDeps): Health {
 
   const outlier = createOutlierDetector({ registry, metrics, log, options: () => options.outlier, changed: (r, cause) => refresh(r, cause) });
 
-  function forget(r: ReplicaState, cause: ColdReason) {
+  function forget(r: ReplicaState, cause: ColdReason, newProcessSince: number | null = null) {
     metrics.warmStateForgotten.inc({ replica: r.name, cause });
     log.warn({ replica: r.name, cause }, 'replica has lost its cache: routing forgets its prefix index and pins there');
-    deps.forget(r.name, cause);
+    deps.forget(r.name, cause, newProcessSince);
     if (deps.warm) deps.warm(r, cause);
   }
 
@@ -191,13 +195,16 @@ export function createHealth(deps: HealthDeps): Health {
       r.running = stats.running;
       r.kvUsage = stats.kvUsage;
       if (stats.kvCapacityTokens !== null) r.kvCapacityTokens = stats.kvCapacityTokens;
+      const lastSeenAlive = r.lastScrapeAt;
       r.lastScrapeAt = Date.now();
       const restarted = (r.startTimeSeconds !== null && stats.startTimeSeconds !== null && stats.startTimeSeconds !== r.startTimeSeconds)
         || (r.prefixQueries !== null && stats.prefixQueries !== null && stats.prefixQueries < r.prefixQueries);
       r.startTimeSeconds = stats.startTimeSeconds;
       r.prefixQueries = stats.prefixQueries;
       readable(r, 'metrics');
-      if (restarted) forget(r, 'restart');
+      // The new process's start time when it is exported; otherwise (counters going backwards) the
+      // previous scrape, the last time the old process was surely running.
+      if (restarted) forget(r, 'restart', stats.startTimeSeconds !== null ? stats.startTimeSeconds * 1000 : lastSeenAlive);
       return restarted;
     } catch (e) {
       // The last figures stay: a replica that cannot be read is not an idle one. Their age shows.

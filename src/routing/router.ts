@@ -39,7 +39,7 @@ export interface RouterDeps {
 const RESPONSES_DEFAULTS = defaultsOf(ResponsesSchema);
 
 /** How the state-lost error names the cause. */
-const GONE: Record<Exclude<StateLostReason, 'unknown'>, string> = { down: 'down', draining: 'draining', removed: 'no longer in the fleet' };
+const GONE: Record<Exclude<StateLostReason, 'unknown'>, string> = { down: 'is down', draining: 'is draining', removed: 'is no longer in the fleet', restarted: 'has restarted since' };
 
 // Keyless conversations remembered for hysteresis, and sessions remembered as broken off: past
 // this the oldest are forgotten first.
@@ -194,8 +194,13 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     },
     pinsByReplica: () => store.countsByReplica(now()),
     forgetReplica,
+    replicaRestarted(replica, since) {
+      forgetReplica(replica);
+      stored.restarted(replica, since);
+    },
     replicaLeft(replica) {
       forgetReplica(replica);
+      stored.left(replica);
       cost.remove(replica);
     },
     stats: () => ({

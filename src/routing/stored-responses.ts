@@ -22,22 +22,35 @@ export interface StoredResponses {
   locate(id: string, replicas: readonly ReplicaView[], now: number): Located;
   /** A response `id` was served whole by `replica`, which now stores it. */
   served(id: string, replica: string, warmTokens: number, now: number): void;
+  /** `replica` is a new process since `since` (wall ms): what it stored before then is gone. */
+  restarted(replica: string, since: number): void;
+  /** `replica` left the fleet: its records already read as removed. */
+  left(replica: string): void;
   get(id: string, now: number): SessionInfo | null;
   size(): number;
 }
 
 export function createStoredResponses(store: SessionStore): StoredResponses {
+  // Per replica (so bounded by the fleet): when its current process started, once a restart was
+  // seen. The records stay where they are (in Redis they are shared, and other gateways see the
+  // restart on their own scrape); each is judged by when it was stored.
+  const newProcessSince = new Map<string, number>();
   return {
     locate(id, replicas, now) {
       const rec = store.get(id, now);
       if (rec === null) return { holder: null, lost: 'unknown', replica: null };
       const r = replicas.find((x) => x.name === rec.replica);
       if (r === undefined) return { holder: null, lost: 'removed', replica: rec.replica };
+      if (rec.since < (newProcessSince.get(rec.replica) ?? -Infinity)) return { holder: null, lost: 'restarted', replica: rec.replica };
       if (!r.up) return { holder: null, lost: 'down', replica: rec.replica };
       if (r.draining) return { holder: null, lost: 'draining', replica: rec.replica };
       return { holder: r, warmTokens: rec.warmTokens };
     },
     served: (id, replica, warmTokens, now) => store.pin(id, replica, warmTokens, now),
+    restarted(replica, since) {
+      newProcessSince.set(replica, Math.max(since, newProcessSince.get(replica) ?? -Infinity));
+    },
+    left: (replica) => { newProcessSince.delete(replica); },
     get: (id, now) => store.get(id, now),
     size: () => store.size(),
   };

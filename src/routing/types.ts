@@ -13,10 +13,11 @@ export type RouteReason = (typeof ROUTE_REASONS)[number];
 
 /**
  * Why a request that needs a stored response (Responses API) could not go to the replica holding
- * it: the replica is down, draining, or no longer in the fleet; or the gateway never saw the id
- * (another gateway's before it was shared, a restart, an expired record). Bounded: a metric label.
+ * it: the replica is down, draining, no longer in the fleet, or restarted since it stored the
+ * response (its process, and the store in it, are new); or the gateway never saw the id (another
+ * gateway's before it was shared, a gateway restart, an expired record). Bounded: a metric label.
  */
-export const STATE_LOST_REASONS = ['down', 'draining', 'removed', 'unknown'] as const;
+export const STATE_LOST_REASONS = ['down', 'draining', 'removed', 'restarted', 'unknown'] as const;
 export type StateLostReason = (typeof STATE_LOST_REASONS)[number];
 
 /** What routing may read of one replica at decision time (owned here; fleet/registry keeps it up to date). */
@@ -148,6 +149,11 @@ export interface Router {
   pinsByReplica(): ReadonlyMap<string, number>;
   /** A replica left the fleet or restarted: its cache is gone, forget what routing believed it held (prefix index, pins). */
   forgetReplica(replica: string): void;
+  /**
+   * A replica's process restarted, at `since` (wall ms) or later: forgotten as above, and the
+   * responses it stored before then are gone with the old process (vLLM's store is in memory).
+   */
+  replicaRestarted(replica: string, since: number): void;
   /** A replica left the fleet for good: forgotten as above, and its learned costs dropped too. */
   replicaLeft(replica: string): void;
   /** Routing state for /admin and gauges; cheap enough to call once per scrape, not per request. */

@@ -188,6 +188,36 @@ describe('Responses API through warmroute (4 simulated vLLM replicas, the openai
     }
   });
 
+  it('the replica holding the state restarted: what it stored before is lost (409, reason restarted); what its new process stored is pinned there', async () => {
+    // Scrapes by hand: the restart is noticed exactly when the test says.
+    const g = await startGateway(fleet.urls, { health: { statsIntervalMs: 0 } });
+    try {
+      await g.gw.health.scrapeAll();
+      // A session key keeps the turns on one replica until the restart is noticed.
+      const c = new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'sk-test', maxRetries: 2, defaultHeaders: { 'x-session-id': 'restart-1' } });
+      const before = await create(c, { model: MODEL, input: 'Book me in, please.', store: true }, false);
+      const holder = fleet.replicas.find((r) => before.replica.endsWith(`:${r.port}`))!;
+      const recorded = g.gw.router.storedResponse(before.id)!;
+      await waitFor('a later millisecond than the record', () => Date.now() > recorded.since, 1_000);
+      holder.fault({ kind: 'restart' });
+      // Served by the new process before the gateway has looked at its /metrics.
+      const since = await create(c, { model: MODEL, input: 'At nine.', store: true }, true);
+      assert.equal(since.replica, before.replica);
+      await g.gw.health.scrapeAll();
+      await assert.rejects(create(c, { model: MODEL, input: 'Tomorrow.', previous_response_id: before.id }, false), (e: unknown) => {
+        assert.ok(e instanceof OpenAI.ConflictError, String(e));
+        assert.equal(e.code, 'response_state_lost');
+        assert.match(e.message, new RegExp(`replica ${before.replica}, which has restarted since`));
+        return true;
+      });
+      assert.match(await metric(g, 'warmroute_state_lost_total'), /reason="restarted"\} 1/);
+      const next = await create(c, { model: MODEL, input: 'Thanks.', previous_response_id: since.id, store: true }, false);
+      assert.deepEqual([next.replica, next.route], [before.replica, 'pinned']);
+    } finally {
+      await g.close();
+    }
+  });
+
   it('the gateway checks what it routes by: 405 for GET /v1/responses, 400s naming input and previous_response_id', async () => {
     const g = await startGateway(fleet.urls);
     try {

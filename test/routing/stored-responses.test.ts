@@ -69,8 +69,8 @@ describe('stored responses: a request that continues one goes to the replica hol
   });
 
   const gone: [StateLostReason, string, (r: { up: boolean; draining: boolean }) => void][] = [
-    ['down', 'down', (r) => { r.up = false; }],
-    ['draining', 'draining', (r) => { r.draining = true; }],
+    ['down', 'is down', (r) => { r.up = false; }],
+    ['draining', 'is draining', (r) => { r.draining = true; }],
   ];
   for (const [reason, words, make] of gone) {
     it(`its holder ${reason}: a 409 response_state_lost naming the replica and the cause, never retried, counted`, () => {
@@ -82,13 +82,40 @@ describe('stored responses: a request that continues one goes to the replica hol
         assert.equal(e.statusCode, 409);
         assert.equal(e.openaiCode, 'response_state_lost');
         assert.equal(e.param, 'previous_response_id');
-        assert.ok(e.message.includes(`replica ${holder.name}, which is ${words}`), e.message);
+        assert.ok(e.message.includes(`replica ${holder.name}, which ${words}`), e.message);
         assert.deepEqual(e.headers, ['x-should-retry', 'false']);
         return true;
       });
       assert.deepEqual(lost, [[reason, holder.name]]);
     });
   }
+
+  it('its holder restarted: what it stored before its new process started is gone (409, reason restarted); what it stored since is pinned there', () => {
+    const { replicas, router, serve, lost, tick } = setup();
+    const holder = serve(respIdentity('hello'), 'resp_old').ranked[0];
+    tick(1_000);
+    const restartedAt = tick(0);
+    tick(500);
+    // Stored on the new process before the gateway's scrape noticed the restart.
+    let since = serve(respIdentity('fresh', { prompt_cache_key: 'fresh-0' }), 'resp_new');
+    for (let i = 1; since.ranked[0].name !== holder.name && i < 1000; i++) since = serve(respIdentity('fresh', { prompt_cache_key: `fresh-${i}` }), 'resp_new');
+    assert.equal(since.ranked[0].name, holder.name, 'no key in 1000 was placed on the holder');
+    tick(500);
+    router.replicaRestarted(holder.name, restartedAt);
+    assert.throws(() => router.route({ identity: respIdentity('more', { previous_response_id: 'resp_old' }), replicas }), (e: unknown) => {
+      assert.ok(isWarmrouteError(e));
+      assert.equal(e.statusCode, 409);
+      assert.equal(e.openaiCode, 'response_state_lost');
+      assert.ok(e.message.includes(`replica ${holder.name}, which has restarted since`), e.message);
+      return true;
+    });
+    assert.deepEqual(lost, [['restarted', holder.name]]);
+    const d = router.route({ identity: respIdentity('more', { previous_response_id: 'resp_new' }), replicas });
+    assert.deepEqual([d.reason, d.ranked.map((r) => r.name)], ['pinned', [holder.name]]);
+    // A restart seen again later (an older start time cannot move the line back).
+    router.replicaRestarted(holder.name, restartedAt - 10_000);
+    assert.equal(router.route({ identity: respIdentity('more', { previous_response_id: 'resp_new' }), replicas }).reason, 'pinned');
+  });
 
   it('its holder removed from the fleet: the same error, reason removed', () => {
     const { replicas, router, serve, lost } = setup();
