@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from 'undici';
-import { accessLines, chatBody, fixtureAndGateway } from '../helpers/gateway.js';
+import { accessLines, chatBody, fixtureAndGateway, waitForAccess } from '../helpers/gateway.js';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -32,8 +32,8 @@ describe('per-hop time accounting', () => {
     } finally {
       await client.close();
     }
-    await new Promise((r) => setTimeout(r, 20));
-    const lines = accessLines(env.g.logs).filter((l) => l.session !== null && l.path === '/v1/chat/completions');
+    const timed = (ls: Record<string, any>[]) => ls.filter((l) => l.session !== null && l.path === '/v1/chat/completions');
+    const lines = timed(await waitForAccess(env.g, (ls) => timed(ls).length >= 12));
     assert.equal(lines.length, 12);
     const diffs: number[] = [];
     for (const [i, l] of lines.entries()) {
@@ -83,9 +83,11 @@ describe('per-hop time accounting', () => {
 
   it('logs one access line per request with hops, never the prompt text', async () => {
     const before = env.g.logs.length;
+    const logged = accessLines(env.g.logs).length;
     const res = await fetch(`${env.g.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-session-id': 'secret-session' }, body: chatBody({}, 'my card number is 4242') });
     await res.text();
-    await new Promise((r) => setTimeout(r, 20));
+    // Its access line is the last thing a request logs: once it is in, every line of it is.
+    await waitForAccess(env.g, (ls) => ls.length > logged);
     const lines = env.g.logs.slice(before);
     assert.equal(lines.length, 1);
     const l = lines[0];
