@@ -43,12 +43,16 @@ describe('per-hop time accounting', () => {
       assert.ok(l.replicaTtftMs >= 25, 'the replica\'s 30 ms wait before the first token is the replica\'s time');
       assert.ok(Math.abs(l.replicaTtftMs - (l.upstreamHeadersMs + l.upstreamFirstTokenMs)) <= 0.002, 'the replica\'s own TTFT spans both upstream hops');
       assert.ok(l.overheadMs >= 0 && l.overheadMs < l.ttftMs);
-      diffs.push(Math.abs(measured[i] - l.ttftMs));
+      // The client's clock starts before the gateway's and stops after it: never shorter.
+      assert.ok(measured[i] >= l.ttftMs - 0.01, `request ${i}: the client measured ${measured[i]} ms, the gateway ${l.ttftMs} ms`);
+      diffs.push(measured[i] - l.ttftMs);
     }
     // The wait falls after the response head (medians: a busy machine can delay one head's handling).
     assert.ok(median(lines.map((l) => l.upstreamFirstTokenMs)) >= 20, 'the 30 ms wait belongs to upstream_first_token');
-    // Each request's client-side TTFT agrees with the gateway's within 2 ms (median, to ride out GC pauses).
-    assert.ok(median(diffs) <= 2, `client vs gateway TTFT differ by ${median(diffs)} ms (median)`);
+    // What lies between the two clocks is the loopback trip and this machine's scheduling, which
+    // can only add to a request, and on a busy machine adds a few ms to most of them: the closest
+    // pair, not the median, shows whether the gateway's clock starts late or stops early.
+    assert.ok(Math.min(...diffs) <= 2, `client vs gateway TTFT differ by at least ${Math.min(...diffs)} ms`);
   });
 
   it('in the metrics too: the hop histograms up to the first token sum to the TTFT histogram', async () => {
