@@ -6,13 +6,14 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Agent } from 'undici';
+import { Agent, request } from 'undici';
 import { DEFAULT_MODEL, startReplica, type SimReplica, type SimReplicaOptions } from '../sim/index.js';
 import { startFixture, type FixtureUpstream } from '../../test/helpers/fixture-upstream.js';
 import { startGateway, type TestGateway } from '../../test/helpers/gateway.js';
 import { rawResponse, startRawReplica } from '../../test/helpers/raw-replica.js';
 import { spawnGateway, type SpawnedGateway } from '../../test/helpers/spawn-gateway.js';
 import { startRedis } from '../../test/store/redis-server.js';
+import { waitFor } from '../../test/helpers/wait.js';
 import { send, tally, type Ended, type Tally } from './client.js';
 
 export type Size = 'short' | 'full';
@@ -153,10 +154,15 @@ export async function sigterm(size: Size): Promise<Row> {
   try {
     const streams = n(size, 20, 50);
     const dispatcher = new Agent({ connections: streams });
-    const live = Array.from({ length: streams }, (_, i) => send(g.url, body(i, 'fixture-model'), { headers: { 'x-session-id': `t${i}`, 'x-fixture-chunks': '10', 'x-fixture-gap-ms': '100' }, dispatcher }));
-    await new Promise((r) => setTimeout(r, 300));
+    // Every stream is held at the replica after its first event until the drain has begun: each is
+    // live when the signal comes, however long a slow machine takes to open them all (a request
+    // still on its way when the listener closes would be refused, and say nothing of the drain).
+    const live = Array.from({ length: streams }, (_, i) => send(g.url, body(i, 'fixture-model'), { headers: { 'x-session-id': `t${i}`, 'x-fixture-chunks': '10', 'x-fixture-gap-ms': '50', 'x-fixture-hold': 'sigterm' }, dispatcher }));
+    await waitFor(`${streams} streams at the replica`, () => up.seen.filter((r) => r.url === '/v1/chat/completions').length === streams, 30_000);
     // One SIGTERM only: the gateway drains on the first and a second would kill it outright.
     g.child.kill('SIGTERM');
+    await waitFor('the gateway to start draining', async () => ((await (await request(`${g.adminUrl}/readyz`)).body.json()) as { draining: boolean }).draining, 15_000);
+    up.release('sigterm');
     const results = await Promise.all(live);
     const code = await exitCodeWithin(g, 15_000);
     await dispatcher.close();

@@ -52,8 +52,12 @@ describe('passive outlier detection', () => {
     assert.equal(r.up, false, 'ejected after three 5xx in a row');
     assert.equal(await counterSum(g.gw.metrics.ejections, ['cause', '5xx']), 1);
     assert.ok(g.logs.some((l) => l.level === 40 && l.msg.startsWith('replica ejected') && l.replica === name && l.cause === '5xx'));
-    // Nothing lands there while it is out.
-    for (let k = 0; k < 10 && !r.up; k++) assert.notEqual((await turn(g, `b-${k}`)).replica, name);
+    // Nothing lands there while it is out. The ejection can end while a turn is on its way (on a
+    // slow machine, ten turns can outlast it): a turn there only counts if it is still out after.
+    for (let k = 0; k < 10 && !r.up; k++) {
+      const landed = (await turn(g, `b-${k}`)).replica;
+      if (landed === name) assert.ok(r.up, `turn ${k} was sent to the ejected replica`);
+    }
     const firstMs = r.ejectedUntil - r.lastEjectedAt;
     assert.equal(firstMs, 1_000);
 

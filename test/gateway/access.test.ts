@@ -58,13 +58,16 @@ describe('access: client API keys, the admin token, what is forwarded, what is l
   });
 
   it('a key past its concurrency limit gets a 429 with Retry-After; its slots come back', async () => {
-    const slow = { 'x-fixture-chunks': '4', 'x-fixture-gap-ms': '150' };
-    const held = [chat('sk-voice-1', slow), chat('sk-voice-1', slow)];
+    // Held at the replica until released: streams of a fixed length could end, and give their slots
+    // back, before a slow machine sent the third request.
+    const hold = { 'x-fixture-hold': 'key-limit' };
+    const held = [chat('sk-voice-1', hold), chat('sk-voice-1', hold)];
     const [r1, r2] = await Promise.all(held);
     const third = await chat('sk-voice-1');
     assert.equal(third.statusCode, 429);
     assert.equal(third.headers['retry-after'], '1');
     assert.equal(((await third.body.json()) as { error: { code: string } }).error.code, 'rate_limit_exceeded');
+    a.release('key-limit');
     await Promise.all([r1.body.text(), r2.body.text()]);
     const after = await chat('sk-voice-1');
     assert.equal(after.statusCode, 200);

@@ -6,7 +6,10 @@ import { chatBody, startGateway, waitForAccess, type TestGateway } from '../help
 import { waitFor } from '../helpers/wait.js';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
-const SLOW = { 'x-fixture-chunks': '4', 'x-fixture-gap-ms': '150' }; // ~0.6 s per stream
+// Held at the replica until the test releases it: a stream that lasted a fixed time could end, and
+// free its slot, before a slow machine got the next request in.
+const held = (name: string) => ({ 'x-fixture-hold': name });
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const chat = (g: TestGateway, extra: Record<string, string> = {}) =>
   request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { ...JSON_HEADERS, ...extra }, body: chatBody() });
@@ -29,7 +32,7 @@ describe('load shedding: bounded limits and queues, refusals counted by reason',
     const a = await startFixture('a');
     const g = await startGateway([a.url], { limits: { maxConcurrent: 2, maxQueued: 1 }, timeouts: { queueMs: 5000 } });
     try {
-      const held = [chat(g, SLOW), chat(g, SLOW)];
+      const holding = [chat(g, held('global')), chat(g, held('global'))];
       await untilMetric(g, /warmroute_global_inflight (\d+)/, 2);
       const queued = chat(g, { 'x-session-id': 'queued' });
       await untilMetric(g, /warmroute_global_queued (\d+)/, 1);
@@ -37,7 +40,10 @@ describe('load shedding: bounded limits and queues, refusals counted by reason',
       assert.equal(refused.statusCode, 503);
       assert.equal(refused.headers['retry-after'], '5');
       assert.equal(((await refused.body.json()) as { error: { code: string } }).error.code, 'overloaded');
-      for (const r of await Promise.all(held)) await r.body.text();
+      // The queued request waits at least this long, however fast or slow the machine.
+      await sleep(300);
+      a.release('global');
+      for (const r of await Promise.all(holding)) await r.body.text();
       const q = await queued;
       assert.equal(q.statusCode, 200);
       await q.body.text();
@@ -47,6 +53,7 @@ describe('load shedding: bounded limits and queues, refusals counted by reason',
       assert.equal(await metric(g, /warmroute_shed_total\{reason="global_queue_full"\} (\d+)/), 1);
       assert.equal(await metric(g, /warmroute_global_inflight (\d+)/), 0);
     } finally {
+      a.release('global'); // else a failed assertion leaves close() draining a held stream
       await g.close();
       await a.close();
     }
@@ -56,16 +63,18 @@ describe('load shedding: bounded limits and queues, refusals counted by reason',
     const a = await startFixture('a');
     const g = await startGateway([a.url], { limits: { maxConcurrent: 1, maxQueued: 4 }, timeouts: { queueMs: 150 } });
     try {
-      const held = chat(g, SLOW);
+      const holding = chat(g, held('timeout'));
       await untilMetric(g, /warmroute_global_inflight (\d+)/, 1);
       const late = await chat(g);
       assert.equal(late.statusCode, 503);
       assert.equal(late.headers['retry-after'], '1');
       assert.equal(((await late.body.json()) as { error: { code: string } }).error.code, 'queue_timeout');
-      await (await held).body.text();
+      a.release('timeout');
+      await (await holding).body.text();
       assert.equal(await metric(g, /warmroute_shed_total\{reason="global_queue_timeout"\} (\d+)/), 1);
       assert.equal(await metric(g, /warmroute_global_queued (\d+)/), 0);
     } finally {
+      a.release('timeout');
       await g.close();
       await a.close();
     }
@@ -80,7 +89,7 @@ describe('load shedding: bounded limits and queues, refusals counted by reason',
       const first = await chat(g, { 'x-session-id': 's' });
       const home = String(first.headers['x-warmroute-replica']);
       await first.body.text();
-      const holding = chat(g, { 'x-session-id': 's', ...SLOW });
+      const holding = chat(g, { 'x-session-id': 's', ...held('replica') });
       await untilMetric(g, new RegExp(`warmroute_inflight\\{replica="${home.replace(/\./g, '\\.')}"\\} (\\d+)`), 1);
       const waiting = chat(g, { 'x-session-id': 's' });
       await untilMetric(g, new RegExp(`warmroute_queued\\{replica="${home.replace(/\./g, '\\.')}"\\} (\\d+)`), 1);
@@ -89,12 +98,14 @@ describe('load shedding: bounded limits and queues, refusals counted by reason',
       assert.notEqual(String(spilled.headers['x-warmroute-replica']), home, 'a full queue sends it to the next replica');
       assert.equal(spilled.headers['x-warmroute-route'], 'failover');
       await spilled.body.text();
+      for (const f of [a, b]) f.release('replica');
       for (const r of await Promise.all([holding, waiting])) {
         assert.equal(r.statusCode, 200);
         await r.body.text();
       }
       assert.equal(await metric(g, /warmroute_shed_total\{reason="replica_queue_full"\} (\d+)/), 1);
     } finally {
+      for (const f of [a, b]) f.release('replica');
       await g.close();
       await a.close();
       await b.close();
@@ -102,14 +113,16 @@ describe('load shedding: bounded limits and queues, refusals counted by reason',
     const only = await startFixture('only');
     const g1 = await startGateway([only.url], { limits: { maxInflightPerReplica: 1, maxQueuedPerReplica: 0 } });
     try {
-      const holding = chat(g1, SLOW);
+      const holding = chat(g1, held('only'));
       await untilMetric(g1, /warmroute_inflight\{replica="[^"]+"\} (\d+)/, 1);
       const refused = await chat(g1);
       assert.equal(refused.statusCode, 503);
       assert.ok(refused.headers['retry-after']);
       assert.equal(((await refused.body.json()) as { error: { code: string } }).error.code, 'overloaded');
+      only.release('only');
       await (await holding).body.text();
     } finally {
+      only.release('only');
       await g1.close();
       await only.close();
     }

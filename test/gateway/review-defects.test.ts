@@ -53,7 +53,7 @@ describe('defect 1: ambiguous framing from a replica is a 502, never forwarded',
     } finally {
       await client.close();
     }
-    const line = accessLines(g.logs).find((l) => l.status === 502)!;
+    const line = (await waitForAccess(g, (ls) => ls.some((l) => l.status === 502))).find((l) => l.status === 502)!;
     assert.equal(line.err, 'upstream_unavailable');
     assert.match(line.upstreamError, /Transfer-Encoding can't be present with Content-Length/);
   });
@@ -324,7 +324,9 @@ describe('defect 8: the upstream edge cases', () => {
     const g = await startGateway([], {
       upstreams: [{ url: `https://127.0.0.1:${front.port}`, tls: { caFile: 'test/fixtures/tls/ca.pem' } }, { url: good.url }],
       routing: { strategy: 'round-robin' },
-      timeouts: { connectMs: 300 },
+      // Also the good replica's limit: short enough to fail over long before a 504, long enough
+      // that a busy machine still connects to a healthy replica on loopback in time.
+      timeouts: { connectMs: 1_000 },
       health: { probeIntervalMs: 60_000 },
     });
     try {

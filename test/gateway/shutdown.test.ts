@@ -5,6 +5,7 @@ import { createInterface } from 'node:readline';
 import { request } from 'undici';
 import { startFixture } from '../helpers/fixture-upstream.js';
 import { chatBody } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('graceful shutdown', () => {
   it('SIGTERM: readyz goes false, new connections are refused, live streams finish, exit 0', { timeout: 60_000 }, async () => {
@@ -24,20 +25,23 @@ describe('graceful shutdown', () => {
       });
       const { url, adminUrl } = await listening;
 
-      // Three streams of 8 chunks, 100 ms apart (~0.8 s each).
-      const streams = [0, 1, 2].map(async (i) => {
-        const res = await request(`${url}/v1/chat/completions`, {
-          method: 'POST', headers: { 'x-session-id': `s${i}`, 'x-fixture-chunks': '8', 'x-fixture-gap-ms': '100' }, body: chatBody(),
-        });
-        return res.body.text();
-      });
-      await new Promise((r) => setTimeout(r, 250));
+      // Three streams of 8 chunks, 100 ms apart (~0.8 s each), held at the replica after their
+      // first event until the drain has been checked: live through it however slow the machine
+      // (streams of a fixed length could end, and the gateway exit, before a slow check ran).
+      const responses = await Promise.all([0, 1, 2].map((i) => request(`${url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'x-session-id': `s${i}`, 'x-fixture-chunks': '8', 'x-fixture-gap-ms': '100', 'x-fixture-hold': 'drain' }, body: chatBody(),
+      })));
+      const streams = responses.map((res) => res.body.text());
       child.kill('SIGTERM');
-      await new Promise((r) => setTimeout(r, 100));
-      const ready = await request(`${adminUrl}/readyz`);
-      assert.equal(ready.statusCode, 503);
-      assert.equal(((await ready.body.json()) as { draining: boolean }).draining, true);
+      let ready = { status: 0, draining: false };
+      await waitFor('readyz to report the drain', async () => {
+        const res = await request(`${adminUrl}/readyz`);
+        ready = { status: res.statusCode, draining: ((await res.body.json()) as { draining: boolean }).draining };
+        return ready.draining;
+      }, 10_000);
+      assert.equal(ready.status, 503);
       await assert.rejects(request(`${url}/v1/models`, { reset: true }), /ECONNREFUSED|other side closed|socket/i);
+      up.release('drain');
 
       const bodies = await Promise.all(streams);
       for (const b of bodies) {

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Client } from 'undici';
-import { accessLines, chatBody, fixtureAndGateway } from '../helpers/gateway.js';
+import { accessLines, chatBody, fixtureAndGateway, waitForAccess } from '../helpers/gateway.js';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
@@ -32,8 +32,8 @@ describe('per-hop time accounting', () => {
     } finally {
       await client.close();
     }
-    await new Promise((r) => setTimeout(r, 20));
-    const lines = accessLines(env.g.logs).filter((l) => l.session !== null && l.path === '/v1/chat/completions');
+    const timed = (ls: Record<string, any>[]) => ls.filter((l) => l.session !== null && l.path === '/v1/chat/completions');
+    const lines = timed(await waitForAccess(env.g, (ls) => timed(ls).length >= 12));
     assert.equal(lines.length, 12);
     const diffs: number[] = [];
     for (const [i, l] of lines.entries()) {
@@ -43,12 +43,16 @@ describe('per-hop time accounting', () => {
       assert.ok(l.replicaTtftMs >= 25, 'the replica\'s 30 ms wait before the first token is the replica\'s time');
       assert.ok(Math.abs(l.replicaTtftMs - (l.upstreamHeadersMs + l.upstreamFirstTokenMs)) <= 0.002, 'the replica\'s own TTFT spans both upstream hops');
       assert.ok(l.overheadMs >= 0 && l.overheadMs < l.ttftMs);
-      diffs.push(Math.abs(measured[i] - l.ttftMs));
+      // The client's clock starts before the gateway's and stops after it: never shorter.
+      assert.ok(measured[i] >= l.ttftMs - 0.01, `request ${i}: the client measured ${measured[i]} ms, the gateway ${l.ttftMs} ms`);
+      diffs.push(measured[i] - l.ttftMs);
     }
     // The wait falls after the response head (medians: a busy machine can delay one head's handling).
     assert.ok(median(lines.map((l) => l.upstreamFirstTokenMs)) >= 20, 'the 30 ms wait belongs to upstream_first_token');
-    // Each request's client-side TTFT agrees with the gateway's within 2 ms (median, to ride out GC pauses).
-    assert.ok(median(diffs) <= 2, `client vs gateway TTFT differ by ${median(diffs)} ms (median)`);
+    // What lies between the two clocks is the loopback trip and this machine's scheduling, which
+    // can only add to a request, and on a busy machine adds a few ms to most of them: the closest
+    // pair, not the median, shows whether the gateway's clock starts late or stops early.
+    assert.ok(Math.min(...diffs) <= 2, `client vs gateway TTFT differ by at least ${Math.min(...diffs)} ms`);
   });
 
   it('in the metrics too: the hop histograms up to the first token sum to the TTFT histogram', async () => {
@@ -83,9 +87,11 @@ describe('per-hop time accounting', () => {
 
   it('logs one access line per request with hops, never the prompt text', async () => {
     const before = env.g.logs.length;
+    const logged = accessLines(env.g.logs).length;
     const res = await fetch(`${env.g.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-session-id': 'secret-session' }, body: chatBody({}, 'my card number is 4242') });
     await res.text();
-    await new Promise((r) => setTimeout(r, 20));
+    // Its access line is the last thing a request logs: once it is in, every line of it is.
+    await waitForAccess(env.g, (ls) => ls.length > logged);
     const lines = env.g.logs.slice(before);
     assert.equal(lines.length, 1);
     const l = lines[0];

@@ -6,6 +6,11 @@
  *   x-fixture-die-after: destroy the socket after this many content chunks
  *   x-fixture-status: answer with this status and an error body instead
  *   x-fixture-read-delay-ms: leave the request body unread this long (a busy replica)
+ *   x-fixture-hold: a name; a stream stops before its content chunk number x-fixture-hold-after
+ *     (default 0: right after the role chunk) until the test calls release(name), so a test can
+ *     keep a request open exactly as long as it needs instead of guessing how long is enough. After
+ *     HOLD_LIMIT_MS it goes on by itself: a gateway that mishandles a held request then fails the
+ *     test's assertions instead of hanging it.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,17 +29,42 @@ export interface FixtureUpstream {
   seen: SeenRequest[];
   /** performance.now() of each request whose client went away before the response ended. */
   aborts: number[];
+  /**
+   * Lets the streams held under `name` (x-fixture-hold) go on; later ones under that name are not
+   * held. False if they had already gone on (HOLD_LIMIT_MS passed, or released before).
+   */
+  release(name: string): boolean;
   close(): Promise<void>;
 }
 
 const MODEL = 'fixture-model';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+const HOLD_LIMIT_MS = 10_000;
+
+interface Gate { opened: Promise<void>; release(): boolean }
+
+function gate(): Gate {
+  let open = () => {};
+  let isOpen = false;
+  const opened = new Promise<void>((r) => { open = r; });
+  const release = () => {
+    clearTimeout(limit);
+    if (isOpen) return false;
+    isOpen = true;
+    open();
+    return true;
+  };
+  const limit = setTimeout(release, HOLD_LIMIT_MS);
+  limit.unref();
+  return { opened, release };
+}
+
 function chunk(id: string, delta: object, finish: string | null = null): string {
   return `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1, model: MODEL, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] })}\n\n`;
 }
 
-async function completions(req: IncomingMessage, res: ServerResponse, body: Buffer, self: FixtureUpstream) {
+async function completions(req: IncomingMessage, res: ServerResponse, body: Buffer, self: FixtureUpstream, held: (name: string) => Promise<void>) {
   const h = req.headers;
   const status = Number(h['x-fixture-status'] ?? 200);
   if (status !== 200) {
@@ -46,6 +76,8 @@ async function completions(req: IncomingMessage, res: ServerResponse, body: Buff
   const n = Number(h['x-fixture-chunks'] ?? 3);
   const gap = Number(h['x-fixture-gap-ms'] ?? 0);
   const dieAfter = h['x-fixture-die-after'] === undefined ? -1 : Number(h['x-fixture-die-after']);
+  const hold = h['x-fixture-hold'] === undefined ? null : String(h['x-fixture-hold']);
+  const holdAfter = Number(h['x-fixture-hold-after'] ?? 0);
   const promptTokens = Math.ceil(body.length / 4);
   if (!parsed.stream) {
     await sleep(gap);
@@ -56,6 +88,7 @@ async function completions(req: IncomingMessage, res: ServerResponse, body: Buff
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-fixture-name': self.name });
   res.write(chunk('c1', { role: 'assistant', content: '' }));
   for (let i = 0; i < n; i++) {
+    if (hold !== null && i === holdAfter) await held(hold);
     if (gap) await sleep(gap);
     if (res.destroyed) return;
     if (i === dieAfter) { res.socket?.destroy(); return; }
@@ -69,7 +102,10 @@ async function completions(req: IncomingMessage, res: ServerResponse, body: Buff
 }
 
 export async function startFixture(name = 'fixture'): Promise<FixtureUpstream> {
-  const self: FixtureUpstream = { name, url: '', port: 0, seen: [], aborts: [], close: async () => {} };
+  const gates = new Map<string, Gate>();
+  const gateOf = (g: string) => gates.get(g) ?? gates.set(g, gate()).get(g)!;
+  const held = (g: string) => gateOf(g).opened;
+  const self: FixtureUpstream = { name, url: '', port: 0, seen: [], aborts: [], release: (g) => gateOf(g).release(), close: async () => {} };
   const server = createServer((req, res) => {
     const parts: Buffer[] = [];
     const readDelay = Number(req.headers['x-fixture-read-delay-ms'] ?? 0);
@@ -94,7 +130,7 @@ export async function startFixture(name = 'fixture'): Promise<FixtureUpstream> {
         return;
       }
       if (req.url === '/v1/chat/completions' || req.url === '/v1/completions') {
-        completions(req, res, body, self).catch(() => res.destroy());
+        completions(req, res, body, self, held).catch(() => res.destroy());
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -105,6 +141,7 @@ export async function startFixture(name = 'fixture'): Promise<FixtureUpstream> {
   self.port = (server.address() as AddressInfo).port;
   self.url = `http://127.0.0.1:${self.port}`;
   self.close = async () => {
+    for (const g of gates.values()) g.release();
     server.closeAllConnections();
     await new Promise<void>((r) => server.close(() => r()));
   };

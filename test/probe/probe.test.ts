@@ -13,14 +13,17 @@ async function fixture(...args: Parameters<typeof startFixture>): Promise<Fixtur
 }
 
 test('TTFT runs to the first CONTENT chunk, not the headers or the role chunk', async () => {
-  const f = await fixture({ behave: () => ({ firstContentDelayMs: 60 }) });
+  const f = await fixture({ behave: () => ({ firstContentDelayMs: 150 }) });
   const r = await runProbe({ baseUrl: f.url, model: 'm', trials: 3, cases: ['tiny'] });
   const row = r.rows[0].results[0];
   assert.equal(row.ok, 3);
-  assert.ok(row.ttftMs!.min >= 58, `min ${row.ttftMs!.min} ms must include the 60 ms delay`);
-  assert.ok(row.ttftMs!.max < 400, `max ${row.ttftMs!.max} ms`);
-  // Headers and the role chunk left together, well before the content.
-  for (const s of row.samples) assert.ok(s.headersMs! + 30 < s.ttftMs!, `headers ${s.headersMs} ms, ttft ${s.ttftMs} ms`);
+  assert.ok(row.ttftMs!.min >= 148, `min ${row.ttftMs!.min} ms must include the 150 ms delay`);
+  assert.ok(row.ttftMs!.max < 1_500, `max ${row.ttftMs!.max} ms`);
+  // Headers and the role chunk left together, well before the content. The fixture and the probe
+  // share one event loop: when it is busy, both can be read in one go however far apart they were
+  // sent, so this holds for the median trial, not for every one.
+  const gaps = row.samples.map((s) => s.ttftMs! - s.headersMs!).sort((a, b) => a - b);
+  assert.ok(gaps[1] > 75, `content after headers, ms: ${gaps.map((g) => g.toFixed(1))}`);
 });
 
 test('a tool-call chunk ends the clock too', async () => {
@@ -142,9 +145,10 @@ test('error event in the stream and a stream with no content are failed trials',
 
 test('timeout is a failed trial; the next trial reconnects and is counted', async () => {
   const f = await fixture({ behave: (i) => (i === 0 ? { hang: true } : {}) });
-  const r = await runProbe({ baseUrl: f.url, model: 'm', trials: 2, cases: ['tiny'], timeoutMs: 150 });
+  // The limit applies to the good trial too: long enough for a busy machine to answer it in time.
+  const r = await runProbe({ baseUrl: f.url, model: 'm', trials: 2, cases: ['tiny'], timeoutMs: 500 });
   const row = r.rows[0].results[0];
-  assert.match(row.samples[0].error!, /timed out after 150 ms/);
+  assert.match(row.samples[0].error!, /timed out after 500 ms/);
   assert.equal(row.ok, 1);
   assert.equal(r.endpoints[0].connections, 2);
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { renderChat, TINY_KV } from '../../bench/sim/index.js';
 import { createBlockPool } from '../../bench/sim/kv-cache.js';
-import { chat, FAST, replica, text, user } from './helpers.js';
+import { chat, FAST, replica, text, user, waitFor } from './helpers.js';
 
 const blockFloor = (n: number) => Math.floor((n - 1) / 16) * 16;
 
@@ -118,7 +118,9 @@ test('a request whose blocks do not fit waits in the queue until blocks are free
   // A holds 64 of 128 blocks while it decodes; B needs 94 and must wait for A's to be freed.
   const t0 = performance.now();
   const a = chat(r.url, { messages: user(text(1000, 'a')) });
-  await new Promise((res) => setTimeout(res, 20));
+  // A admitted (its blocks taken) before B is sent: a fixed head start could be too short for a
+  // busy machine, and B would then take the blocks first.
+  await waitFor(() => r.counters().running === 1, 2000, 'A running');
   const tb = performance.now();
   const b = await chat(r.url, { messages: user(text(1480, 'b')), max_tokens: 1 });
   const ra = await a;

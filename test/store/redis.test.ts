@@ -110,12 +110,16 @@ describe('redis session store', () => {
     const t0 = Date.now();
     a.pin('s', 'r1', 100, t0);
     for (let i = 1; i <= 100; i++) a.pin('s', 'r1', 100 + i, t0 + i * 100); // 10 s: inside the first quarter
+    // Waited for, not slept on: on a slow machine the write can take longer than any fixed sleep.
+    // The grace after it is for writes that should not come at all.
+    await waitFor('the first pin', async () => (await calls(admin, 'publish')) >= 1);
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(await calls(admin, 'set'), 1);
     assert.equal(await calls(admin, 'publish'), 1);
     assert.equal(await calls(admin, 'pexpire'), 0);
 
     for (let i = 0; i < 50; i++) a.pin('s', 'r1', 300, t0 + TTL / 4 + 10 + i * 100); // the second quarter
+    await waitFor('the refresh', async () => (await calls(admin, 'pexpire')) >= 1);
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(await calls(admin, 'pexpire'), 1);
     assert.equal(await calls(admin, 'set'), 1);
