@@ -5,8 +5,8 @@ import { readApiKeysFile, type ApiKeyEntry } from '../config/api-keys.js';
 
 /** One configured client key, as the data plane sees it: never the key itself. */
 export interface ClientKey {
-  readonly name: string;
-  readonly maxConcurrent: number;
+  name: string;
+  maxConcurrent: number;
   /** Requests open with this key now. */
   open: number;
 }
@@ -24,12 +24,14 @@ export interface Keyring {
 const POLL_MS = 1_000;
 
 function entriesOf(list: readonly ApiKeyEntry[], previous: readonly Entry[]): Entry[] {
-  // A key kept across a reload keeps its count of open requests.
+  // A key kept across a reload is the same object, updated in place: requests open under it give
+  // their slot back to the count the next ones are checked against.
   const byHash = new Map(previous.map((e) => [e.digest.toString('hex'), e.key]));
   return list.map((k) => {
     const hex = k.sha256.toLowerCase();
-    const kept = byHash.get(hex);
-    const key = kept && kept.name === k.name && kept.maxConcurrent === k.maxConcurrent ? kept : { name: k.name, maxConcurrent: k.maxConcurrent, open: kept?.open ?? 0 };
+    const key = byHash.get(hex) ?? { name: k.name, maxConcurrent: k.maxConcurrent, open: 0 };
+    key.name = k.name;
+    key.maxConcurrent = k.maxConcurrent;
     return { digest: Buffer.from(hex, 'hex'), key };
   });
 }

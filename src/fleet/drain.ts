@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import type { Router } from '../routing/types.js';
 import type { SessionStore } from '../store/types.js';
 import type { Metrics } from '../telemetry/metrics.js';
-import type { Health } from './health.js';
 import type { LastPrompts } from './last-prompts.js';
 import type { DrainProgress, Registry, ReplicaState } from './registry.js';
 import { oneTokenBody, pool, replay } from './replay.js';
@@ -45,7 +44,8 @@ export function createDrains(deps: {
   store: SessionStore;
   lastPrompts: LastPrompts | null;
   agent: Dispatcher;
-  health: Health;
+  /** Fires when the gateway stops: replays in flight end. */
+  stopping: AbortSignal;
   metrics: Metrics;
   log: Logger;
   options: HandoffOptions;
@@ -85,7 +85,7 @@ export function createDrains(deps: {
       p.firstError ??= `the last prompt could not be read back: ${(e as Error).message}`;
       return count(p, 'failed');
     }
-    const res = await replay(deps.agent, to, last.target, body, options.timeoutMs);
+    const res = await replay(deps.agent, to, last.target, body, options.timeoutMs, deps.stopping);
     if (!r.draining || r.drain !== p) return; // undrained meanwhile: the pin stays
     if (!res.ok) {
       log.warn({ replica: r.name, to: to.name, err: res.error }, 'handoff replay failed: the session moves cold');
@@ -128,7 +128,6 @@ export function createDrains(deps: {
       r.draining = false;
       if (r.drain && r.drain.finishedAt === null) r.drain.finishedAt = Date.now();
       r.drain = null;
-      deps.health.refresh(r);
       log.warn({ replica: name }, 'undrain: the replica takes new sessions again');
       return true;
     },

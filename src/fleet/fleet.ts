@@ -67,14 +67,16 @@ export function createFleet(deps: {
   const hot = createHotPrefixes(config.warmup);
   // eslint-disable-next-line prefer-const -- health and warmup refer to each other
   let health: Health;
-  const warmup = createWarmup({ agent, hot, health: () => health, metrics, log, options: config.warmup });
+  // Warmup and handoff replays in flight end with the gateway: shutdown is bounded by drainMs.
+  const stopping = new AbortController();
+  const warmup = createWarmup({ agent, stopping: stopping.signal, hot, health: () => health, metrics, log, options: config.warmup });
   health = createHealth({
     registry, agent, metrics, log,
     options: healthOptionsOf(config),
     forget: (name, cause, newProcessSince) => (cause === 'restart' && newProcessSince !== null ? router.replicaRestarted(name, newProcessSince) : router.forgetReplica(name)),
     warm: (r, reason) => void warmup.warm(r, reason),
   });
-  const drains = createDrains({ registry, router, store, lastPrompts, agent, health, metrics, log, options: config.handoff });
+  const drains = createDrains({ registry, router, store, lastPrompts, agent, stopping: stopping.signal, metrics, log, options: config.handoff });
   const membership = createMembership({ registry, health, drains, router, metrics, log, drainMs: () => config.timeouts.drainMs, forgetAdmission: deps.forgetAdmission });
   const discovery = createDiscovery({ membership, log, metrics, upstreams: config.upstreams, options: config.discovery, resolver: deps.resolver });
 
@@ -100,6 +102,7 @@ export function createFleet(deps: {
     stop() {
       health.stop();
       discovery.stop();
+      stopping.abort();
     },
     reconfigure(next) {
       const before = new Map(config.upstreams.filter((u) => !u.url.startsWith('dns:')).map((u) => [u.name, u]));

@@ -25,7 +25,7 @@ export interface Health {
   observe(r: ReplicaState, result: AttemptResult, detail?: string): void;
   /** Marks a replica down as if its checks had failed (tests, and a replica that cannot be used). */
   markDown(r: ReplicaState, cause: string, detail: string): void;
-  /** Recomputes whether routing may use the replica (after warming, ejection or drain changes). */
+  /** Recomputes whether routing may use the replica (after warming or ejection changes; draining is its own flag). */
   refresh(r: ReplicaState): void;
   /** One round of checks (health + models). The first one, before listening, decides directly. */
   probeAll(): Promise<void>;

@@ -15,8 +15,6 @@ export interface Membership {
   join(u: UpstreamConfig, source: ReplicaSource): boolean;
   /** A replica leaves: drained (pinned sessions handed off warm), then removed once its streams end. */
   leave(name: string, cause: string): void;
-  /** Names joined or leaving, for tests and the log. */
-  leaving(): ReadonlySet<string>;
 }
 
 const POLL_MS = 100;
@@ -96,6 +94,5 @@ export function createMembership(deps: {
       drains.drain(name, cause);
       finishLeaving(name).catch((e: unknown) => log.error({ replica: name, err: (e as Error).message }, 'replica could not be removed after its drain'));
     },
-    leaving: () => leaving,
   };
 }

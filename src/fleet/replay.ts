@@ -20,14 +20,17 @@ export interface ReplayResult {
   readonly ms: number;
 }
 
-/** POSTs a one-token request to a replica (its own api key, if it has one); never throws. */
-export async function replay(agent: Dispatcher, r: ReplicaState, target: string, body: Buffer, timeoutMs: number): Promise<ReplayResult> {
+/**
+ * POSTs a one-token request to a replica (its own api key, if it has one); never throws. Ends at
+ * `timeoutMs` or when `stop` fires (the gateway shuts down: a replay must not hold its exit).
+ */
+export async function replay(agent: Dispatcher, r: ReplicaState, target: string, body: Buffer, timeoutMs: number, stop: AbortSignal): Promise<ReplayResult> {
   const t0 = performance.now();
   try {
     const res = await agent.request({
       origin: r.origin, path: target, method: 'POST', body,
       headers: { 'content-type': 'application/json', ...(r.apiKey ? { authorization: `Bearer ${r.apiKey}` } : {}) },
-      headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs),
+      signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), stop]),
     });
     await res.body.dump();
     const ok = res.statusCode >= 200 && res.statusCode < 300;

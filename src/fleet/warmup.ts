@@ -30,6 +30,8 @@ export interface Warmup {
  */
 export function createWarmup(deps: {
   agent: Dispatcher;
+  /** Fires when the gateway stops: replays in flight end. */
+  stopping: AbortSignal;
   hot: HotPrefixes;
   health: () => Health;
   metrics: Metrics;
@@ -56,7 +58,7 @@ export function createWarmup(deps: {
     try {
       await pool(prefixes, options.concurrency, async (p) => {
         const left = deadline - performance.now();
-        const res = await replay(deps.agent, r, p.target, p.body, Math.max(1, Math.floor(left)));
+        const res = await replay(deps.agent, r, p.target, p.body, Math.max(1, Math.floor(left)), deps.stopping);
         if (res.ok) ok++;
         else {
           failed++;

@@ -21,12 +21,15 @@ export interface AdmissionLimits { maxInflight: number; maxQueued: number; timeo
 
 export function createAdmission(initial: AdmissionLimits): Admission {
   let opts = initial;
-  const limiters = new Map<string, Limiter>();
+  // Keyed by name, and tied to the replica object it was made for: a request that ends after its
+  // replica left (drain time ran out) or rejoined under the same name gives its slot back to
+  // nothing, rather than to a limiter it never held a slot of.
+  const limiters = new Map<string, { replica: ReplicaState; limiter: Limiter }>();
   const optionsFor = (name: string) => ({ max: opts.maxInflight, maxQueued: opts.maxQueued, timeoutMs: opts.timeoutMs, what: `replica ${name}` });
   const limiterOf = (r: ReplicaState) => {
-    let l = limiters.get(r.name);
-    if (l === undefined) limiters.set(r.name, (l = createLimiter(optionsFor(r.name))));
-    return l;
+    let e = limiters.get(r.name);
+    if (e === undefined || e.replica !== r) limiters.set(r.name, (e = { replica: r, limiter: createLimiter(optionsFor(r.name)) }));
+    return e.limiter;
   };
   return {
     acquire(r) {
@@ -39,13 +42,14 @@ export function createAdmission(initial: AdmissionLimits): Admission {
     },
     setLimits(limits) {
       opts = limits;
-      for (const [name, l] of limiters) l.configure(optionsFor(name));
+      for (const [name, e] of limiters) e.limiter.configure(optionsFor(name));
     },
     release(r) {
       r.inflight--;
-      limiterOf(r).release();
+      const e = limiters.get(r.name);
+      if (e?.replica === r) e.limiter.release();
     },
-    queuedOn: (name) => limiters.get(name)?.queued ?? 0,
+    queuedOn: (name) => limiters.get(name)?.limiter.queued ?? 0,
     forget: (name) => void limiters.delete(name),
   };
 }

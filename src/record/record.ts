@@ -75,10 +75,15 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   const clientBy = memo((k) => m.clientRequests.labels(...(k.split(' ') as [string, string])));
   const driftBy = memo((where) => m.prefixDrift.labels(where));
   const unreadWarning = throttle(60_000);
+  // A client that puts the time in its system prompt drifts on every turn: counted every time,
+  // logged at most once a minute (with how many were not), never a second line per request.
+  const driftWarning = throttle(60_000);
   return {
     drift(identity, d) {
       driftBy(d.where).inc();
-      log.warn({ session: sessionTag(identity.sessionKey ?? identity.placementKey), sessionSource: identity.sessionKeySource, where: d.where, message: d.message }, 'prompt drift: this turn no longer extends the session\'s previous prompt, so its cache is lost from there');
+      const suppressed = driftWarning();
+      if (suppressed === null) return;
+      log.warn({ session: sessionTag(identity.sessionKey ?? identity.placementKey), sessionSource: identity.sessionKeySource, where: d.where, message: d.message, suppressed }, 'prompt drift: this turn no longer extends the session\'s previous prompt, so its cache is lost from there');
     },
     record({ method, path, identity, clock, ended: e, key = null }) {
       const hops = hopsOf(clock);

@@ -135,7 +135,8 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       const id = req.identity.storedResponseId;
       const decided = composition.stateful && id !== null ? decideStateful(ctx, id) : decide(ctx, composition);
       const key = req.identity.sessionKey ?? req.identity.placementKey;
-      const d = key === null ? decided : { ...decided, drift: drift.observe(key, req.identity, ctx.now) };
+      const drifted = key === null ? null : drift.observe(key, req.identity, ctx.now);
+      const d = drifted === null ? decided : { ...decided, drift: drifted };
       if (composition.learns) {
         const notes = new Map<string, Seen>();
         for (const r of d.ranked) notes.set(r.name, { matched: ctx.warm.get(r.name) ?? 0, waiting: r.waiting, running: runningOf(r) });

@@ -308,11 +308,14 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
     out.attempts++;
     const splice = createSplice(originalId);
     let ok = false;
+    const headers = upstreamRequestHeaders(ex.req, r.apiKey, ex.stripAuthorization);
+    // A client may send JSON without a content type; the continuation's body is JSON the gateway wrote.
+    if (ex.req.headers['content-type'] === undefined) headers.push('content-type', 'application/json');
     deps.agent.dispatch({
       origin: r.origin,
       path: ex.target,
       method: ex.method,
-      headers: ex.req.headers['content-type'] === undefined ? upstreamRequestHeaders(ex.req, r.apiKey, ex.stripAuthorization).concat('content-type', 'application/json') : upstreamRequestHeaders(ex.req, r.apiKey, ex.stripAuthorization),
+      headers,
       body,
       headersTimeout: config.timeouts.headersMs,
       bodyTimeout: config.timeouts.idleMs,

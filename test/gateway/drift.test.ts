@@ -49,5 +49,6 @@ describe('prefix drift: a session that changes its own prompt early is reported'
     assert.equal(await drifts('history'), 1);
     const admin = (await (await request(`${g.adminUrl}/admin/sessions/drift-3`)).body.json()) as { lastDrift: { where: string; message: number } };
     assert.equal(admin.lastDrift.message, 2);
+    assert.equal(g.logs.filter((l) => String(l.msg).startsWith('prompt drift')).length, 1, 'three drifts counted, one line logged (at most one a minute)');
   });
 });
