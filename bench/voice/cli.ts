@@ -118,12 +118,6 @@ async function main(): Promise<number> {
   if (errors > 0) process.stdout.write(`${errors} request(s) failed; see the JSON for each one's error.\n`);
   process.stdout.write(`wrote ${paths.json}, ${paths.latestJson}, ${paths.md}\nreport: ${paths.html}\n`);
   if (gateways > 1) {
-    const one = result.summaries.find((x) => x.strategy === 'affinity');
-    const many = result.summaries.find((x) => x.strategy === `affinity@${gateways}`);
-    if (one && many && one.hitRate !== null && many.hitRate !== null) {
-      const gap = Math.abs(one.hitRate - many.hitRate) * 100;
-      process.stdout.write(`\nGoal (hit rate with ${gateways} gateways within 2 points of 1): ${gap <= 2 ? 'met' : 'NOT met'}: ${(100 * one.hitRate).toFixed(1)}% vs ${(100 * many.hitRate).toFixed(1)}% (${gap.toFixed(1)} points); TTFT p50 ${one.ttft.p50.toFixed(0)} vs ${many.ttft.p50.toFixed(0)} ms, p90 ${one.ttft.p90.toFixed(0)} vs ${many.ttft.p90.toFixed(0)} ms\n`);
-    }
     const fleet = await startSimFleet(o.replicas, o.outputTokens, o.kvBlocks);
     try {
       const runs = await runDrainScenario(fleet, o.workload, { requestTimeoutMs: o.requestTimeoutS * 1000, maxDurationMs: o.maxDurationS * 1000 }, progress);

@@ -20,6 +20,8 @@ export interface DrainRun {
   /** ms after the run started at which the drain POST had been answered. */
   drainAtMs: number;
   moved: number;
+  /** Moved sessions whose next turn failed (their TTFT is not in movedNext). */
+  movedFailed: number;
   /** TTFT of each moved session's first turn after the drain began that another replica served. */
   movedNext: ReturnType<typeof percentiles>;
   /** Turns (not first turns) of sessions that never were on the victim, after the drain began. */
@@ -100,6 +102,7 @@ function measure(records: readonly TurnRecord[], victim: string, at: number) {
   const withUsage = movedNext.filter((r) => r.promptTokens);
   return {
     moved: movedNext.length,
+    movedFailed: movedNext.filter((r) => !r.ok).length,
     movedNext: ttft(movedNext),
     unmoved: ttft(unmoved),
     movedCachedShare: withUsage.length ? withUsage.reduce((s, r) => s + (r.cachedTokens ?? 0), 0) / withUsage.reduce((s, r) => s + r.promptTokens!, 0) : null,
@@ -117,6 +120,18 @@ export async function runDrainScenario(fleet: Fleet, w: Partial<WorkloadOptions>
 
 const f = (v: number | null | undefined) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(0));
 
+/** Fewer moved sessions than this and a p50 of their next turns says little: no verdict. */
+const MIN_MOVED = 5;
+
+function drainVerdict(on: DrainRun | undefined): string {
+  if (!on || on.moved === 0 || !on.unmoved.p50) return '**not measured**: no session moved, or no unmoved warm turn';
+  const ratio = on.movedNext.p50! / on.unmoved.p50;
+  const shown = `${Number.isFinite(ratio) ? ratio.toFixed(2) : '–'}×, ${on.movedFailed} of ${on.moved} next turns failed`;
+  if (on.movedFailed > 0) return `**NOT met**: ${shown}`;
+  if (on.moved < MIN_MOVED) return `**not judged**: ${shown} (needs ${MIN_MOVED} moved sessions)`;
+  return `${ratio <= 1.5 ? '**met**' : '**NOT met**'}: ${shown}`;
+}
+
 export function drainTable(runs: readonly DrainRun[]): string {
   const lines = [
     '| drain | moved sessions | moved session\'s next turn TTFT p50 / p90 ms | unmoved warm turns p50 / p90 ms | next turn p50 ÷ unmoved p50 | moved turns\' prompt cached | handoffs (warmed / cold / failed) |',
@@ -124,12 +139,8 @@ export function drainTable(runs: readonly DrainRun[]): string {
   ];
   for (const r of runs) {
     const d = r.drain as { warmed?: number; movedCold?: number; failed?: number } | null;
-    lines.push(`| ${r.handoff ? '**with warm handoff**' : 'without handoff'} | ${r.moved} | ${f(r.movedNext.p50)} / ${f(r.movedNext.p90)} | ${f(r.unmoved.p50)} / ${f(r.unmoved.p90)} | ${r.unmoved.p50 ? (r.movedNext.p50! / r.unmoved.p50).toFixed(2) : '–'}× | ${r.movedCachedShare === null ? '–' : `${(100 * r.movedCachedShare).toFixed(1)}%`} | ${d ? `${d.warmed} / ${d.movedCold} / ${d.failed}` : '–'} |`);
+    lines.push(`| ${r.handoff ? '**with warm handoff**' : 'without handoff'} | ${r.moved} | ${f(r.movedNext.p50)} / ${f(r.movedNext.p90)} | ${f(r.unmoved.p50)} / ${f(r.unmoved.p90)} | ${r.unmoved.p50 && r.movedNext.p50 ? `${(r.movedNext.p50 / r.unmoved.p50).toFixed(2)}×` : '–'} | ${r.movedCachedShare === null ? '–' : `${(100 * r.movedCachedShare).toFixed(1)}%`} | ${d ? `${d.warmed} / ${d.movedCold} / ${d.failed}` : '–'} |`);
   }
-  const on = runs.find((r) => r.handoff);
-  if (on && on.unmoved.p50 && on.movedNext.p50) {
-    const ratio = on.movedNext.p50 / on.unmoved.p50;
-    lines.push('', `Goal (drain with handoff: moved session's next turn p50 ≤ 1.5 × an unmoved warm turn): ${ratio <= 1.5 ? '**met**' : '**NOT met**'}: ${ratio.toFixed(2)}×`);
-  }
+  lines.push('', `Goal (drain with handoff: moved session's next turn p50 ≤ 1.5 × an unmoved warm turn, none of them failed): ${drainVerdict(runs.find((r) => r.handoff))}`);
   return lines.join('\n');
 }

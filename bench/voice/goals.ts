@@ -68,6 +68,9 @@ export const ORACLE_P90_FACTOR = 1.1;
 export function checkGoals(summaries: readonly StrategySummary[]): Goal[] {
   const wr = summaries.find((s) => s.strategy === AFFINITY);
   const oracle = summaries.find((s) => s.strategy === ORACLE);
+  // The same gateway run as N processes sharing Redis (bench:voice --gateways N).
+  const several = summaries.filter((s) => s.strategy.startsWith(`${AFFINITY}@`));
+  const warmroute = wr ? [wr, ...several] : several;
   const ofIdeal = (s: { hitRate: number | null; idealHitRate: number | null }) => ratio(s.hitRate, s.idealHitRate);
   const p90 = goal(`warmroute TTFT p90 ≤ ${ORACLE_P90_FACTOR}× the oracle placement's`, `warmroute p90 / oracle p90 ≤ ${ORACLE_P90_FACTOR} (same run)`,
     p90Ratio(wr, oracle),
@@ -84,6 +87,14 @@ export function checkGoals(summaries: readonly StrategySummary[]): Goal[] {
       (v) => `keyless ${pct(wr!.keyless.hitRate!)} (${pct(ofIdeal(wr!.keyless)!)} of ideal) vs keyed ${pct(wr!.keyed.hitRate!)} (${pct(ofIdeal(wr!.keyed)!)}) = ${pct(v)}`,
       (v) => v >= 0.95, wr ? 'not measured (no keyless or no keyed sessions)' : missing(AFFINITY)),
     keylessP50(wr),
+    // Every other figure is taken over the turns that succeeded: a failed request must not hide there.
+    goal('no failed request through warmroute', 'failed requests = 0 (every warmroute strategy run)',
+      warmroute.length ? warmroute.reduce((n, s) => n + s.errors, 0) : null,
+      (v) => `${v} of ${warmroute.reduce((n, s) => n + s.requests, 0)}`, (v) => v === 0, missing(AFFINITY)),
+    ...several.map((many) => goal(`hit rate with ${many.strategy.slice(AFFINITY.length + 1)} gateways within 2 points of 1`, '|hit rate (1 gateway) − hit rate (N gateways)| ≤ 2 points',
+      wr && wr.hitRate !== null && many.hitRate !== null ? Math.abs(wr.hitRate - many.hitRate) * 100 : null,
+      (v) => `${pct(wr!.hitRate!)} vs ${pct(many.hitRate!)} (${v.toFixed(1)} points); TTFT p50 ${wr!.ttft.p50.toFixed(0)} vs ${many.ttft.p50.toFixed(0)} ms, p90 ${wr!.ttft.p90.toFixed(0)} vs ${many.ttft.p90.toFixed(0)} ms`,
+      (v) => v <= 2, wr ? 'not measured' : missing(AFFINITY))),
   ];
 }
 

@@ -48,11 +48,11 @@ test('goals on a synthetic run: each verdict follows its threshold', () => {
 test('a goal whose strategy was not run is listed as not measured, never dropped', () => {
   const r = syntheticResult();
   const onlyRr = checkGoals([r.summaries[0]]);
-  assert.equal(onlyRr.length, 5);
+  assert.equal(onlyRr.length, 6);
   assert.ok(onlyRr.every((g) => g.met === null));
   assert.match(goalLine(onlyRr[1]), /^not measured .*needs affinity and oracle/);
   const full = checkGoals(r.summaries);
-  assert.equal(full.length, 5);
+  assert.equal(full.length, 6);
   assert.match(goalLine({ ...full[0], met: false }), /^NOT met/);
 });
 
@@ -78,7 +78,7 @@ test('the p90 goal is judged against the oracle placement; round-robin ratios ar
   };
   // Round-robin only 2× slower: nothing to do with the verdict, which compares with the oracle.
   const { goals, refs } = at(220, 110, 100);
-  assert.equal(goals.length, 5);
+  assert.equal(goals.length, 6);
   const p90 = goals[1];
   assert.equal(p90.met, true);
   assert.equal(p90.measured, '110 ms vs 100 ms = 1.10×');
@@ -101,4 +101,19 @@ test('without the oracle the p90 goal and its reference say not measured; the ot
   assert.equal(goals[1].measured, 'not measured (needs affinity and oracle)');
   assert.deepEqual(goals.map((g) => g.met).filter((_, i) => i !== 1), checkGoals(syntheticResult({ oracle: true }).summaries).map((g) => g.met).filter((_, i) => i !== 1));
   assert.match(referenceLine(checkReferences(r.summaries)[1]), /^reference +.*not measured \(needs round-robin and oracle\)$/);
+});
+
+test('a failed request through warmroute is a goal NOT met, whatever the other figures; N gateways get their own goal', () => {
+  const r = syntheticResult();
+  const [rr, wr] = r.summaries;
+  const failed = (gs: ReturnType<typeof checkGoals>) => gs.find((g) => g.name === 'no failed request through warmroute')!;
+  assert.equal(failed(checkGoals([rr, wr])).met, wr.errors === 0);
+  assert.equal(failed(checkGoals([rr, tweak(wr, { errors: 0 })])).met, true);
+  const three = tweak(wr, { strategy: 'affinity@3', errors: 2, hitRate: wr.hitRate! - 0.03 });
+  const gs = checkGoals([rr, tweak(wr, { errors: 0 }), three]);
+  assert.equal(gs.length, 7);
+  assert.equal(failed(gs).met, false, 'the errors of the 3-gateway run count too');
+  const hit = gs.find((g) => g.name === 'hit rate with 3 gateways within 2 points of 1')!;
+  assert.equal(hit.met, false, '3 points apart');
+  assert.match(goalLine(hit), /^NOT met .*\(3\.0 points\)/);
 });

@@ -74,7 +74,7 @@ test('bench:voice with strategy oracle: no gateway, every request of session i o
   assert.equal(s.overhead.p50Ms, null);
   assert.deepEqual(s.routes, {});
   assert.ok(s.hopsMeanMs.first_token! > 0);
-  assert.equal(result.goals.length, 5);
+  assert.equal(result.goals.length, 6);
   assert.equal(result.goals[1].measured, 'not measured (needs affinity and oracle)');
   assert.match(checkReferences(result.summaries)[1].measured, /needs round-robin and oracle/);
   assert.match(markdownReport(result), /^\| oracle .* \| — \|$/m);

@@ -1,12 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'undici';
 import { startReplica, type SimReplica } from '../../bench/sim/index.js';
 import { startDnsStub, type DnsStub } from '../helpers/dns-stub.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { simTurn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { counterSum, waitFor } from '../store/redis-server.js';
 
-const MODEL = 'google/gemma-4-31B-it';
 const NAME = 'vllm-headless.ns.svc.cluster.local';
 const SYSTEM = `You are the front desk agent. ${'House rules and menu. '.repeat(120)}`;
 
@@ -26,14 +24,9 @@ async function podsOnOnePort(hosts: string[]): Promise<SimReplica[]> {
 }
 
 async function turn(g: TestGateway, key: string): Promise<{ replica: string; route: string }> {
-  const res = await request(`${g.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-session-id': key },
-    body: JSON.stringify({ model: MODEL, max_tokens: 2, messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: `I am ${key}` }] }),
-  });
-  await res.body.text();
-  assert.equal(res.statusCode, 200);
-  return { replica: String(res.headers['x-warmroute-replica']), route: String(res.headers['x-warmroute-route']) };
+  const t = await simTurn(g, [{ role: 'system', content: SYSTEM }, { role: 'user', content: `I am ${key}` }], { session: key });
+  assert.equal(t.status, 200);
+  return t;
 }
 
 describe('DNS discovery (dns://name:port, a headless Service)', () => {

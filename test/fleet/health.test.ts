@@ -4,20 +4,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { startFleet, type SimFleet } from '../../bench/sim/index.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { simTurn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { counterSum, waitFor } from '../store/redis-server.js';
 
-const MODEL = 'google/gemma-4-31B-it';
-
 async function turn(g: TestGateway, session: string | null, content = 'Hello, what can you do for me today?'): Promise<string> {
-  const res = await request(`${g.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(session ? { 'x-session-id': session } : {}) },
-    body: JSON.stringify({ model: MODEL, max_tokens: 4, messages: [{ role: 'system', content: 'You are a concise voice agent. '.repeat(20) }, { role: 'user', content }] }),
-  });
-  await res.body.text();
-  assert.equal(res.statusCode, 200);
-  return String(res.headers['x-warmroute-replica']);
+  const t = await simTurn(g, [{ role: 'system', content: 'You are a concise voice agent. '.repeat(20) }, { role: 'user', content }], { session, maxTokens: 4 });
+  assert.equal(t.status, 200);
+  return t.replica;
 }
 
 const adminReplicas = async (g: TestGateway) =>

@@ -5,10 +5,9 @@ import { startFleet, startReplica, type SimFleet, type SimReplica } from '../../
 import { resolveConfig } from '../../src/config/load.js';
 import { removeReplicaSeries } from '../../src/telemetry/metrics.js';
 import { startDnsStub, type DnsStub } from '../helpers/dns-stub.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { simTurn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../store/redis-server.js';
 
-const MODEL = 'google/gemma-4-31B-it';
 const NAME = 'vllm-headless.ns.svc.cluster.local';
 
 const replicas = async (g: TestGateway) =>
@@ -16,14 +15,9 @@ const replicas = async (g: TestGateway) =>
 const metrics = async (g: TestGateway) => (await request(`${g.adminUrl}/metrics`)).body.text();
 
 async function turn(g: TestGateway, key: string): Promise<string> {
-  const res = await request(`${g.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-session-id': key },
-    body: JSON.stringify({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: `I am ${key}` }] }),
-  });
-  await res.body.text();
-  assert.equal(res.statusCode, 200);
-  return String(res.headers['x-warmroute-replica']);
+  const t = await simTurn(g, [{ role: 'user', content: `I am ${key}` }], { session: key });
+  assert.equal(t.status, 200);
+  return t.replica;
 }
 
 describe('an address already in the fleet through another upstream', () => {

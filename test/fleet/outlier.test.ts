@@ -1,21 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'undici';
 import { startFleet, type SimFleet } from '../../bench/sim/index.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { simTurn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { counterSum, waitFor } from '../store/redis-server.js';
 
-const MODEL = 'google/gemma-4-31B-it';
-
-async function turn(g: TestGateway, session: string): Promise<{ status: number; replica: string }> {
-  const res = await request(`${g.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-session-id': session },
-    body: JSON.stringify({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'hi there' }] }),
-  });
-  await res.body.text();
-  return { status: res.statusCode, replica: String(res.headers['x-warmroute-replica']) };
-}
+const turn = (g: TestGateway, session: string) => simTurn(g, [{ role: 'user', content: 'hi there' }], { session });
 
 /** Sends distinct sessions until `n` requests have landed on `name`; returns the statuses seen there. */
 async function hit(g: TestGateway, name: string, n: number, tag: string): Promise<number[]> {

@@ -1,23 +1,16 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'undici';
 import { startFleet, type SimFleet } from '../../bench/sim/index.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { simTurn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { counterSum, waitFor } from '../store/redis-server.js';
 
-const MODEL = 'google/gemma-4-31B-it';
 const agent = (i: number) => `Agent ${i} of the hotel chain. ${'Booking policy and tone. '.repeat(60 + 10 * i)}`;
 
 /** One request; the replica that served it. */
 async function call(g: TestGateway, system: string, user: string): Promise<string> {
-  const res = await request(`${g.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: MODEL, max_tokens: 2, messages: [{ role: 'system', content: system }, { role: 'user', content: user }] }),
-  });
-  await res.body.text();
-  assert.equal(res.statusCode, 200);
-  return String(res.headers['x-warmroute-replica']);
+  const t = await simTurn(g, [{ role: 'system', content: system }, { role: 'user', content: user }]);
+  assert.equal(t.status, 200);
+  return t.replica;
 }
 
 describe('deploy warmup: a replica that comes back cold gets the hottest shared prefixes first', () => {

@@ -4,6 +4,7 @@ import OpenAI from 'openai';
 import { request } from 'undici';
 import { startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
 import { accessLines, chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
 
 const post = (g: TestGateway, headers: Record<string, string>, body = chatBody()) =>
   request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
@@ -60,7 +61,6 @@ describe('sessions, failover and aborts', () => {
     const target = await turn(g, 'abort-me');
     const up = ups.find((u) => target.replica.endsWith(`:${u.port}`))!;
     const abortsBefore = up.aborts.length;
-    const ac = new AbortController();
     // 200 chunks 50 ms apart: the replica would go on for 10 s. It counts an abort only for a
     // response cut before its end, so one within 5 s can only be the client's going away passed on
     // (a gateway that read the answer to its end would show none). How many milliseconds that takes
@@ -69,13 +69,9 @@ describe('sessions, failover and aborts', () => {
     assert.ok(res);
     const it = res!.body[Symbol.asyncIterator]();
     await it.next();
-    const closedAt = performance.now();
     res!.body.destroy();
-    ac.abort();
-    const deadline = Date.now() + 5_000;
-    while (up.aborts.length === abortsBefore && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-    assert.equal(up.aborts.length, abortsBefore + 1, 'the replica never saw the abort');
-    assert.ok(up.aborts.at(-1)! - closedAt < 5_000, `abort reached the replica after ${up.aborts.at(-1)! - closedAt} ms`);
+    await waitFor('the replica to see the abort', () => up.aborts.length > abortsBefore, 5_000);
+    assert.equal(up.aborts.length, abortsBefore + 1);
   });
 
   it('retries on the next replica when one answers 503 before any byte, and counts it', async () => {

@@ -48,8 +48,8 @@ describe('mid-stream resume (resume.enabled)', () => {
     assert.equal(chunks.filter((c) => c.choices[0]?.delta.role !== undefined).length, 1, 'one role chunk');
     assert.equal(chunks.filter((c) => c.usage).length, 1, 'one usage chunk, at the end');
     assert.ok(chunks.at(-1)!.usage, 'usage is last');
-    const text = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
-    assert.ok(text.length > 0);
+    // More than the five the dying replica sent: the rest reached this stream.
+    assert.ok(chunks.filter((c) => c.choices[0]?.delta.content).length > 5, 'the continuation reached the client');
     assert.equal(await resumes('resumed'), 1);
     const other = rs.find((r) => r !== home)!;
     assert.ok(other.requests().some((q) => q.status === 'ok'), 'the other replica wrote the rest');

@@ -1,6 +1,8 @@
 import { after, before } from 'node:test';
 import { Writable } from 'node:stream';
 import pino from 'pino';
+import { request } from 'undici';
+import { DEFAULT_MODEL } from '../../bench/sim/config.js';
 import { resolveConfig } from '../../src/config/load.js';
 import { buildGateway, type Gateway } from '../../src/server.js';
 import { loggerOptions } from '../../src/telemetry/logger.js';
@@ -52,6 +54,28 @@ export async function waitForAccess(g: Pick<TestGateway, 'logs'>, pred: (lines: 
   let lines: Record<string, any>[] = [];
   await waitFor(`access lines such that ${String(pred)}`, () => pred((lines = accessLines(g.logs))), ms);
   return lines;
+}
+
+export interface SimTurn {
+  status: number;
+  /** x-warmroute-replica and x-warmroute-route as answered. */
+  replica: string;
+  route: string;
+}
+
+/**
+ * One non-streaming chat turn to a gateway in front of simulated replicas (their default model),
+ * under `session` as x-session-id when given: its status and where it went. The body is read and
+ * dropped.
+ */
+export async function simTurn(g: Pick<TestGateway, 'url'>, messages: { role: string; content: string }[], opts: { session?: string | null; maxTokens?: number } = {}): Promise<SimTurn> {
+  const res = await request(`${g.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(opts.session ? { 'x-session-id': opts.session } : {}) },
+    body: JSON.stringify({ model: DEFAULT_MODEL, max_tokens: opts.maxTokens ?? 2, messages }),
+  });
+  await res.body.text();
+  return { status: res.statusCode, replica: String(res.headers['x-warmroute-replica']), route: String(res.headers['x-warmroute-route']) };
 }
 
 export function chatBody(extra: Record<string, unknown> = {}, content = 'Hello there'): string {
