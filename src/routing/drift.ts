@@ -39,19 +39,29 @@ export interface DriftWatch {
  * but the agent changing bytes early in its own prompt (a timestamp in the system prompt, tools
  * reordered, a schema re-serialised): turn n then no longer extends turn n−1, and vLLM prefills
  * everything after the first changed byte again. The chains are compared link by link, so the
- * first changed message is known exactly; only hashes are kept, never text. Bounded: the least
- * recently seen sessions are forgotten first.
+ * first changed message is known exactly; only hashes are kept, never text. Bounded in sessions and
+ * in links kept over all of them (a chain has one per message, up to limits.maxMessages): the
+ * least recently seen sessions are forgotten first.
  */
-export function createDriftWatch(maxSessions: number): DriftWatch {
+export function createDriftWatch(maxSessions: number, maxLinks: number): DriftWatch {
   const turns = new Map<string, LastTurn>();
+  let links = 0;
+  const forget = (key: string) => {
+    const t = turns.get(key);
+    if (t === undefined) return;
+    links -= t.chain.length;
+    turns.delete(key);
+  };
   return {
     observe(key, id, now) {
       if (id.chain.length === 0) return null;
       const prev = turns.get(key);
-      turns.delete(key);
+      forget(key);
       const next: LastTurn = { chain: id.chain, seed: id.seed, drift: prev?.drift ?? null };
       turns.set(key, next);
-      if (turns.size > maxSessions) turns.delete(turns.keys().next().value as string);
+      links += id.chain.length;
+      // The session just seen always stays, however long its chain.
+      while (turns.size > 1 && (turns.size > maxSessions || links > maxLinks)) forget(turns.keys().next().value as string);
       if (prev === undefined) return null;
       const n = Math.min(prev.chain.length, id.chain.length);
       let first = -1;

@@ -44,6 +44,8 @@ const GONE: Record<Exclude<StateLostReason, 'unknown'>, string> = { down: 'is do
 // Keyless conversations remembered for hysteresis, and sessions remembered as broken off: past
 // this the oldest are forgotten first.
 const MAX_REMEMBERED = 100_000;
+// Message hashes the drift watch keeps over all its sessions (tens of MB at most).
+const MAX_DRIFT_LINKS = 1_000_000;
 
 /** What route() saw of each candidate, kept until served() feeds the cost model. */
 interface Seen {
@@ -71,7 +73,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const moves = createMoveLog(MAX_REMEMBERED);
   const broken = createBrokenSessions(MAX_REMEMBERED, o.prefixTtlMs);
   let composition = compose(strategy, { options: o, cost, traffic, moves, random });
-  const drift = createDriftWatch(MAX_REMEMBERED);
+  const drift = createDriftWatch(MAX_REMEMBERED, MAX_DRIFT_LINKS);
   const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
   const stored = createStoredResponses(deps.responses?.store ?? createMemorySessionStore({ maxSessions: RESPONSES_DEFAULTS.maxRecords, ttlMs: RESPONSES_DEFAULTS.recordTtlMs }));
   const onLostState = deps.responses?.onLostState ?? RESPONSES_DEFAULTS.onLostState;
