@@ -1,0 +1,159 @@
+"""Drives the README's Python client snippets through a warmroute gateway, text only.
+
+For each client (the OpenAI SDK, LiveKit Agents, Pipecat) it runs a few calls of several turns,
+each call built by that client's README snippet with the call's own id, and prints one JSON line
+per call: the client, the call id, the key headers its snippet sends, and per turn how many
+streamed pieces the client saw and their text. test/python/run.ts checks those lines against
+what the gateway recorded.
+
+  python clients.py --base-url http://127.0.0.1:PORT/v1 --model M [--calls 2] [--turns 4]
+"""
+
+import argparse
+import asyncio
+import json
+import sys
+import uuid
+from pathlib import Path
+
+from readme_snippets import key_headers, load_snippet, readme_snippets
+
+SYSTEM = "You are the voice agent of a weather line. Answer in one short sentence."
+UTTERANCES = [
+    "Hi, is this the weather line?",
+    "What will the weather be like in Lisbon tomorrow?",
+    "And should I take an umbrella?",
+    "Thanks, that is all. Goodbye.",
+    "One more thing: is it windy there?",
+    "Great, bye now.",
+]
+TURN_TIMEOUT_S = 60
+
+
+async def openai_sdk_call(ns: dict, call_id: str, utterances: list[str]) -> list[dict]:
+    client = ns["warmroute_client"](call_id)
+    history: list[dict] = [{"role": "system", "content": SYSTEM}]
+    turns = []
+    try:
+        for text in utterances:
+            history.append({"role": "user", "content": text})
+            pieces = [p async for p in ns["reply"](client, history)]
+            history.append({"role": "assistant", "content": "".join(pieces)})
+            turns.append({"pieces": len(pieces), "text": "".join(pieces)})
+    finally:
+        await client.close()
+    return turns
+
+
+async def livekit_call(ns: dict, call_id: str, utterances: list[str]) -> list[dict]:
+    from livekit.agents import Agent, AgentSession
+
+    pieces: list[str] = []
+
+    class WeatherAgent(Agent):
+        # The agent's LLM node as LiveKit runs it, counting the chunks that stream out of it.
+        async def llm_node(self, chat_ctx, tools, model_settings):
+            async for chunk in Agent.default.llm_node(self, chat_ctx, tools, model_settings):
+                delta = getattr(chunk, "delta", None)
+                if delta is not None and delta.content:
+                    pieces.append(delta.content)
+                yield chunk
+
+    turns = []
+    async with AgentSession(llm=ns["warmroute_llm"](call_id)) as session:
+        await session.start(WeatherAgent(instructions=SYSTEM))
+        for text in utterances:
+            pieces.clear()
+            result = await asyncio.wait_for(session.run(user_input=text), TURN_TIMEOUT_S)
+            said = " ".join(e.item.text_content or "" for e in result.events if e.type == "message")
+            turns.append({"pieces": len(pieces), "text": said})
+    return turns
+
+
+async def pipecat_call(ns: dict, call_id: str, utterances: list[str]) -> list[dict]:
+    from pipecat.frames.frames import (
+        EndFrame,
+        ErrorFrame,
+        LLMFullResponseEndFrame,
+        LLMMessagesAppendFrame,
+        LLMTextFrame,
+    )
+    from pipecat.pipeline.pipeline import Pipeline
+    from pipecat.pipeline.runner import PipelineRunner
+    from pipecat.pipeline.task import PipelineTask
+    from pipecat.processors.aggregators.llm_context import LLMContext
+    from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair
+    from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+
+    class ReplyCollector(FrameProcessor):
+        """Collects each reply's streamed text frames; a reply ends at LLMFullResponseEndFrame."""
+
+        def __init__(self):
+            super().__init__()
+            self.replies: asyncio.Queue = asyncio.Queue()
+            self.pieces: list[str] = []
+
+        async def process_frame(self, frame, direction: FrameDirection):
+            await super().process_frame(frame, direction)
+            if isinstance(frame, LLMTextFrame):
+                self.pieces.append(frame.text)
+            elif isinstance(frame, LLMFullResponseEndFrame):
+                self.replies.put_nowait(self.pieces)
+                self.pieces = []
+            elif isinstance(frame, ErrorFrame):
+                self.replies.put_nowait(frame)
+            await self.push_frame(frame, direction)
+
+    context = LLMContext(messages=[{"role": "system", "content": SYSTEM}])
+    aggregators = LLMContextAggregatorPair(context)
+    collector = ReplyCollector()
+    llm = ns["warmroute_llm"](call_id)
+    task = PipelineTask(Pipeline([aggregators.user(), llm, collector, aggregators.assistant()]))
+    running = asyncio.create_task(PipelineRunner(handle_sigint=False).run(task))
+    turns = []
+    try:
+        for text in utterances:
+            await task.queue_frame(LLMMessagesAppendFrame([{"role": "user", "content": text}], run_llm=True))
+            got = await asyncio.wait_for(collector.replies.get(), TURN_TIMEOUT_S)
+            if isinstance(got, ErrorFrame):
+                raise RuntimeError(f"pipecat: {got.error}")
+            turns.append({"pieces": len(got), "text": "".join(got)})
+    finally:
+        await task.queue_frame(EndFrame())
+        await asyncio.wait_for(running, TURN_TIMEOUT_S)
+    return turns
+
+
+CALLS = {"openai-sdk": openai_sdk_call, "livekit": livekit_call, "pipecat": pipecat_call}
+
+
+async def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base-url", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--calls", type=int, default=2)
+    ap.add_argument("--turns", type=int, default=4)
+    ap.add_argument("--clients", default=",".join(CALLS))
+    ap.add_argument("--readme", default=str(Path(__file__).resolve().parents[2] / "README.md"))
+    args = ap.parse_args()
+    snippets = readme_snippets(Path(args.readme))
+    utterances = UTTERANCES[: args.turns]
+    failed = 0
+    for name in args.clients.split(","):
+        ns = load_snippet(snippets[name], name=name, base_url=args.base_url, model=args.model)
+        call_ids = [f"{name}-call-{uuid.uuid4().hex[:8]}" for _ in range(args.calls)]
+        # A client's calls at once, as a voice worker runs them.
+        results = await asyncio.gather(*(CALLS[name](ns, c, utterances) for c in call_ids), return_exceptions=True)
+        for call_id, r in zip(call_ids, results):
+            line = {"client": name, "callId": call_id, "keyHeaders": key_headers(snippets[name])}
+            if isinstance(r, BaseException):
+                failed += 1
+                line["error"] = f"{type(r).__name__}: {r}"
+            else:
+                line["turns"] = r
+            print(json.dumps(line), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
