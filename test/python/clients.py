@@ -71,26 +71,21 @@ async def livekit_call(ns: dict, call_id: str, utterances: list[str]) -> list[di
 
 
 async def pipecat_call(ns: dict, call_id: str, utterances: list[str]) -> list[dict]:
-    from pipecat.frames.frames import (
-        EndFrame,
-        ErrorFrame,
-        LLMFullResponseEndFrame,
-        LLMMessagesAppendFrame,
-        LLMTextFrame,
-    )
+    from pipecat.frames.frames import EndFrame, LLMFullResponseEndFrame, LLMMessagesAppendFrame, LLMTextFrame
     from pipecat.pipeline.pipeline import Pipeline
-    from pipecat.pipeline.runner import PipelineRunner
-    from pipecat.pipeline.task import PipelineTask
+    from pipecat.pipeline.worker import PipelineWorker
     from pipecat.processors.aggregators.llm_context import LLMContext
     from pipecat.processors.aggregators.llm_response_universal import LLMContextAggregatorPair
     from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+    from pipecat.workers.runner import WorkerRunner
+
+    replies: asyncio.Queue = asyncio.Queue()
 
     class ReplyCollector(FrameProcessor):
         """Collects each reply's streamed text frames; a reply ends at LLMFullResponseEndFrame."""
 
         def __init__(self):
             super().__init__()
-            self.replies: asyncio.Queue = asyncio.Queue()
             self.pieces: list[str] = []
 
         async def process_frame(self, frame, direction: FrameDirection):
@@ -98,28 +93,34 @@ async def pipecat_call(ns: dict, call_id: str, utterances: list[str]) -> list[di
             if isinstance(frame, LLMTextFrame):
                 self.pieces.append(frame.text)
             elif isinstance(frame, LLMFullResponseEndFrame):
-                self.replies.put_nowait(self.pieces)
+                replies.put_nowait(self.pieces)
                 self.pieces = []
-            elif isinstance(frame, ErrorFrame):
-                self.replies.put_nowait(frame)
             await self.push_frame(frame, direction)
 
-    context = LLMContext(messages=[{"role": "system", "content": SYSTEM}])
-    aggregators = LLMContextAggregatorPair(context)
-    collector = ReplyCollector()
-    llm = ns["warmroute_llm"](call_id)
-    task = PipelineTask(Pipeline([aggregators.user(), llm, collector, aggregators.assistant()]))
-    running = asyncio.create_task(PipelineRunner(handle_sigint=False).run(task))
+    # The user and assistant aggregators keep the conversation, as in a voice pipeline; text turns
+    # go in where the speech-to-text transcript would.
+    aggregators = LLMContextAggregatorPair(LLMContext())
+    llm = ns["warmroute_llm"](call_id, SYSTEM)
+    worker = PipelineWorker(Pipeline([aggregators.user(), llm, ReplyCollector(), aggregators.assistant()]), enable_rtvi=False)
+    errors: list[str] = []
+
+    @worker.event_handler("on_pipeline_error")
+    async def on_pipeline_error(_worker, frame):
+        errors.append(str(frame.error))
+
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(worker)
+    running = asyncio.create_task(runner.run())
     turns = []
     try:
         for text in utterances:
-            await task.queue_frame(LLMMessagesAppendFrame([{"role": "user", "content": text}], run_llm=True))
-            got = await asyncio.wait_for(collector.replies.get(), TURN_TIMEOUT_S)
-            if isinstance(got, ErrorFrame):
-                raise RuntimeError(f"pipecat: {got.error}")
+            await worker.queue_frame(LLMMessagesAppendFrame([{"role": "user", "content": text}], run_llm=True))
+            got = await asyncio.wait_for(replies.get(), TURN_TIMEOUT_S)
+            if errors:
+                raise RuntimeError(f"pipecat: {errors}")
             turns.append({"pieces": len(got), "text": "".join(got)})
     finally:
-        await task.queue_frame(EndFrame())
+        await worker.queue_frame(EndFrame())
         await asyncio.wait_for(running, TURN_TIMEOUT_S)
     return turns
 

@@ -18,7 +18,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { after, before, describe, it } from 'node:test';
+import { after, before, describe, it, type TestContext } from 'node:test';
 import { request } from 'undici';
 import { startFleet, type SimFleet } from '../../bench/sim/index.js';
 import { DEFAULT_MODEL } from '../../bench/sim/config.js';
@@ -75,7 +75,7 @@ async function simFleet(): Promise<Fleet> {
 }
 
 /** Runs one client's calls (clients.py under the venv's python); the JSON line of each call. */
-function runClient(client: string, baseUrl: string, model: string): Promise<CallLine[]> {
+function runClient(client: string, baseUrl: string, model: string): Promise<{ calls: CallLine[]; stderr: string }> {
   const py = spawn(join(VENV, 'bin/python'), [join(HERE, 'clients.py'), '--base-url', `${baseUrl}/v1`, '--model', model, '--calls', String(CALLS), '--turns', String(TURNS), '--clients', client], {
     cwd: HERE,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -91,7 +91,7 @@ function runClient(client: string, baseUrl: string, model: string): Promise<Call
     py.on('close', (code) => {
       const lines = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as CallLine);
       if (lines.length === 0) reject(new Error(`clients.py --clients ${client} exited ${code} with no result; stderr:\n${err.slice(-4000)}`));
-      else resolve(lines);
+      else resolve({ calls: lines, stderr: err });
     });
   });
 }
@@ -100,6 +100,38 @@ async function pinnedReplica(g: TestGateway, key: string): Promise<string | null
   const res = await request(`${g.adminUrl}/admin/sessions/${encodeURIComponent(key)}`);
   const body = (await res.body.json()) as { replica?: string | null };
   return res.statusCode === 200 ? body.replica ?? null : null;
+}
+
+/** What the client saw of each call against what the gateway recorded of it. */
+async function checkCalls(t: TestContext, g: TestGateway, client: string, calls: CallLine[]): Promise<void> {
+  assert.equal(calls.length, CALLS, `one line per call: ${JSON.stringify(calls)}`);
+  for (const call of calls) {
+    assert.equal(call.error, undefined, `${call.callId} failed in the client: ${call.error}`);
+    assert.equal(call.turns!.length, TURNS);
+    call.turns!.forEach((turn, i) => {
+      assert.ok(turn.pieces >= 2, `${call.callId} turn ${i + 1}: the client saw the reply in ${turn.pieces} piece(s), not streamed`);
+      assert.ok(turn.text.length > 0, `${call.callId} turn ${i + 1}: empty reply`);
+    });
+    assert.deepEqual(call.keyHeaders, ['x-session-id'], `the ${client} snippet sends its key as x-session-id`);
+
+    const tag = sessionTag(call.callId);
+    const mine = (lines: Record<string, any>[]) => lines.filter((l) => l.path === '/v1/chat/completions' && l.session === tag);
+    const lines = mine(await waitForAccess(g, (ls) => mine(ls).length >= TURNS, 10_000));
+    const where = lines.map((l) => `${l.route}@${l.replica}`).join(' ');
+    assert.equal(lines.length, TURNS, `${call.callId}: one chat request per turn through the gateway, got ${where}`);
+    for (const l of lines) {
+      assert.equal(l.status, 200);
+      assert.equal(l.sessionSource, `header:${call.keyHeaders[0]}`, `${call.callId}: the key reached warmroute from its header`);
+      assert.equal(l.stream, true, `${call.callId}: the request asked for a stream`);
+      assert.equal(l.done, true, `${call.callId}: the stream ended with [DONE]`);
+      assert.equal(l.outcome, 'complete');
+    }
+    assert.equal(new Set(lines.map((l) => l.replica)).size, 1, `${call.callId}: every turn on one replica, got ${where}`);
+    assert.deepEqual(lines.map((l) => l.route), ['placed', ...Array(TURNS - 1).fill('pinned')], `${call.callId}: placed once, then pinned: ${where}`);
+    assert.equal(await pinnedReplica(g, call.callId), lines[0].replica, `${call.callId}: /admin/sessions names its replica`);
+    t.diagnostic(`${call.callId}: ${TURNS} turns on ${lines[0].replica}, ${call.turns!.map((x) => x.pieces).join('/')} pieces, ttft ${lines.map((l) => l.ttftMs).join('/')} ms, cached ${lines.map((l) => l.cachedTokens ?? '-').join('/')} tokens`);
+  }
+  assert.equal(new Set(calls.map((c) => sessionTag(c.callId))).size, CALLS, 'each call its own session');
 }
 
 function suite(name: string, makeFleet: () => Promise<Fleet | string>): void {
@@ -127,40 +159,15 @@ function suite(name: string, makeFleet: () => Promise<Fleet | string>): void {
           if (args.fleet === 'all') return t.skip(unavailable);
           assert.fail(unavailable);
         }
-        const calls = await runClient(client, g!.url, fleet!.model);
-        assert.equal(calls.length, CALLS, `one line per call: ${JSON.stringify(calls)}`);
-        const replicas = new Set<string>();
-        for (const call of calls) {
-          assert.equal(call.error, undefined, `${call.callId} failed in the client: ${call.error}`);
-          assert.equal(call.turns!.length, TURNS);
-          call.turns!.forEach((turn, i) => {
-            assert.ok(turn.pieces >= 2, `${call.callId} turn ${i + 1}: the client saw the reply in ${turn.pieces} piece(s), not streamed`);
-            assert.ok(turn.text.length > 0, `${call.callId} turn ${i + 1}: empty reply`);
-          });
-          assert.deepEqual(call.keyHeaders, ['x-session-id'], `the ${client} snippet sends its key as x-session-id`);
-
-          const tag = sessionTag(call.callId);
-          const mine = (lines: Record<string, any>[]) => lines.filter((l) => l.path === '/v1/chat/completions' && l.session === tag);
-          const lines = mine(await waitForAccess(g!, (ls) => mine(ls).length >= TURNS, 10_000));
-          const where = lines.map((l) => `${l.route}@${l.replica}`).join(' ');
-          assert.equal(lines.length, TURNS, `${call.callId}: one chat request per turn through the gateway, got ${where}`);
-          for (const l of lines) {
-            assert.equal(l.status, 200);
-            assert.equal(l.sessionSource, `header:${call.keyHeaders[0]}`, `${call.callId}: the key reached warmroute from its header`);
-            assert.equal(l.stream, true, `${call.callId}: the request asked for a stream`);
-            assert.equal(l.done, true, `${call.callId}: the stream ended with [DONE]`);
-            assert.equal(l.outcome, 'complete');
-          }
-          assert.equal(new Set(lines.map((l) => l.replica)).size, 1, `${call.callId}: every turn on one replica, got ${where}`);
-          assert.deepEqual(lines.map((l) => l.route), ['placed', ...Array(TURNS - 1).fill('pinned')], `${call.callId}: placed once, then pinned: ${where}`);
-          assert.equal(await pinnedReplica(g!, call.callId), lines[0].replica, `${call.callId}: /admin/sessions names its replica`);
-          replicas.add(lines[0].replica);
-          t.diagnostic(`${call.callId}: ${TURNS} turns on ${lines[0].replica}, ${call.turns!.map((x) => x.pieces).join('/')} pieces, ttft ${lines.map((l) => l.ttftMs).join('/')} ms, cached ${lines.map((l) => l.cachedTokens ?? '-').join('/')} tokens`);
+        const { calls, stderr } = await runClient(client, g!.url, fleet!.model);
+        try {
+          await checkCalls(t, g!, client, calls);
+        } catch (e) {
+          t.diagnostic(`clients.py stderr (tail):\n${stderr.slice(-3000)}`);
+          throw e;
         }
-        assert.equal(new Set(calls.map((c) => sessionTag(c.callId))).size, CALLS, 'each call its own session');
       });
     }
-
     it('no request through the gateway failed', (t) => {
       if (unavailable !== undefined) return t.skip(unavailable);
       const bad = accessLines(g!.logs).filter((l) => l.status >= 400 || l.outcome !== 'complete');
