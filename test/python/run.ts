@@ -8,6 +8,7 @@
 //   npm run test:clients:py                      simulated replicas (bench/sim)
 //   npm run test:clients:py -- --fleet vllm      the real fleet of ~/.cache/warmroute/fleet/vllm.json
 //   npm run test:clients:py -- --fleet all       both; the real fleet only if it is up
+//   (--state FILE names another state file; --calls N, --turns N)
 //
 // Not a *.test.ts file: npm test must not need Python. The venv is installed on first use
 // (test/python/install.sh, outside the tree).
@@ -28,11 +29,12 @@ import { FAST } from '../sim/helpers.js';
 
 const HERE = new URL('.', import.meta.url).pathname;
 const VENV = process.env.WARMROUTE_CLIENTS_VENV ?? join(homedir(), '.cache/warmroute/venv-clients');
-const VLLM_STATE = join(homedir(), '.cache/warmroute/fleet/vllm.json');
 const CLIENTS = ['openai-sdk', 'livekit', 'pipecat'] as const;
 const { values: args } = parseArgs({
   options: {
     fleet: { type: 'string', default: 'sim' },
+    // The real fleet's state file, as `npm run fleet:vllm` writes it.
+    state: { type: 'string', default: join(homedir(), '.cache/warmroute/fleet/vllm.json') },
     calls: { type: 'string', default: '2' },
     turns: { type: 'string', default: '4' },
   },
@@ -40,6 +42,7 @@ const { values: args } = parseArgs({
 });
 const CALLS = Number(args.calls);
 const TURNS = Number(args.turns);
+const VLLM_STATE = String(args.state);
 if (!['sim', 'vllm', 'all'].includes(String(args.fleet))) throw new Error(`--fleet ${args.fleet}: expected sim, vllm or all`);
 
 interface CallLine {
