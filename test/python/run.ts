@@ -82,8 +82,8 @@ function runClient(client: string, baseUrl: string, model: string): Promise<{ ca
   const py = spawn(join(VENV, 'bin/python'), [join(HERE, 'clients.py'), '--base-url', `${baseUrl}/v1`, '--model', model, '--calls', String(CALLS), '--turns', String(TURNS), '--clients', client], {
     cwd: HERE,
     stdio: ['ignore', 'pipe', 'pipe'],
-    // No key from the environment may reach the gateway, nor any client phone home.
-    env: { PATH: process.env.PATH ?? '', HOME: homedir(), OPENAI_API_KEY: 'unused', LIVEKIT_AGENTS_TELEMETRY: '0', PIPECAT_SETUP_LOGGING: '0' },
+    // A bare environment: no key or proxy setting of the caller's reaches the clients.
+    env: { PATH: process.env.PATH ?? '', HOME: homedir(), OPENAI_API_KEY: 'unused' },
   });
   let out = '';
   let err = '';
