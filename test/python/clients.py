@@ -1,8 +1,9 @@
 """Drives the README's Python client snippets through a warmroute gateway, text only.
 
-For each client (the OpenAI SDK, LiveKit Agents, Pipecat) it runs a few calls of several turns,
+For each client (the OpenAI SDK with a client per call and with one shared client, LiveKit
+Agents, Pipecat) it runs a few calls of several turns,
 each call built by that client's README snippet with the call's own id, and prints one JSON line
-per call: the client, the call id, the key headers its snippet sends, and per turn how many
+per call: the client, the call id, where its snippet puts the session key, and per turn how many
 streamed pieces the client saw and their text. test/python/run.ts checks those lines against
 what the gateway recorded.
 
@@ -16,7 +17,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from readme_snippets import key_headers, load_snippet, readme_snippets
+from readme_snippets import key_sources, load_snippet, readme_snippets
 
 SYSTEM = "You are the voice agent of a weather line. Answer in one short sentence."
 UTTERANCES = [
@@ -42,6 +43,17 @@ async def openai_sdk_call(ns: dict, call_id: str, utterances: list[str]) -> list
             turns.append({"pieces": len(pieces), "text": "".join(pieces)})
     finally:
         await client.close()
+    return turns
+
+
+async def openai_sdk_shared_call(ns: dict, call_id: str, utterances: list[str]) -> list[dict]:
+    history: list[dict] = [{"role": "system", "content": SYSTEM}]
+    turns = []
+    for text in utterances:
+        history.append({"role": "user", "content": text})
+        pieces = [p async for p in ns["reply_in_call"](call_id, history)]
+        history.append({"role": "assistant", "content": "".join(pieces)})
+        turns.append({"pieces": len(pieces), "text": "".join(pieces)})
     return turns
 
 
@@ -125,7 +137,12 @@ async def pipecat_call(ns: dict, call_id: str, utterances: list[str]) -> list[di
     return turns
 
 
-CALLS = {"openai-sdk": openai_sdk_call, "livekit": livekit_call, "pipecat": pipecat_call}
+CALLS = {
+    "openai-sdk": openai_sdk_call,
+    "openai-sdk-shared": openai_sdk_shared_call,
+    "livekit": livekit_call,
+    "pipecat": pipecat_call,
+}
 
 
 async def main() -> int:
@@ -146,7 +163,7 @@ async def main() -> int:
         # A client's calls at once, as a voice worker runs them.
         results = await asyncio.gather(*(CALLS[name](ns, c, utterances) for c in call_ids), return_exceptions=True)
         for call_id, r in zip(call_ids, results):
-            line = {"client": name, "callId": call_id, "keyHeaders": key_headers(snippets[name])}
+            line = {"client": name, "callId": call_id, "keySources": key_sources(snippets[name])}
             if isinstance(r, BaseException):
                 failed += 1
                 line["error"] = f"{type(r).__name__}: {r}"

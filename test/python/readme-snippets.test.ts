@@ -1,6 +1,7 @@
 // Without Python: the README still has the Python snippets the client suite runs (npm run
 // test:clients:py, test/python/run.ts), under the labels test/python/readme_snippets.py looks
-// for, each pointing at the placeholder address the suite replaces and sending the session key.
+// for, each pointing at the placeholder address the suite replaces and sending the call's id as
+// its session key.
 // Renaming a label or dropping a block would otherwise only show when someone runs that suite.
 
 import assert from 'node:assert/strict';
@@ -27,7 +28,7 @@ describe("the README's Python client snippets", () => {
 
   it('are in their section, one block under each label the suite looks for', () => {
     assert.ok(start >= 0, `README has ${section}`);
-    assert.deepEqual(labels, ['OpenAI SDK, Python', 'LiveKit Agents, Python', 'Pipecat']);
+    assert.deepEqual(labels, ['OpenAI SDK, Python', 'OpenAI SDK, Python, one client for every call', 'LiveKit Agents, Python', 'Pipecat']);
     const parts = text.split(/^(?=\*\*[^*]+\*\*)/m);
     for (const label of labels) {
       const part = parts.find((p) => p.startsWith(`**${label}**`));
@@ -35,7 +36,7 @@ describe("the README's Python client snippets", () => {
       const code = /^```python\n([\s\S]*?)^```$/m.exec(part)?.[1];
       assert.ok(code, `a python block under **${label}**`);
       assert.ok(code.includes(`"${placeholder}"`), `the ${label} snippet points at ${placeholder}`);
-      assert.match(code.split('\n#')[0], /"x-session-id":\s*call_id/, `the ${label} snippet sends the call's id as x-session-id`);
+      assert.match(code.split('\n#')[0], /"x-session-id":\s*call_id|prompt_cache_key=call_id/, `the ${label} snippet sends the call's id as its session key`);
     }
   });
 

@@ -12,6 +12,7 @@ PLACEHOLDER_URL = "http://warmroute:8080/v1"
 # Label in the README -> the name the suite gives that client.
 LABELS = {
     "OpenAI SDK, Python": "openai-sdk",
+    "OpenAI SDK, Python, one client for every call": "openai-sdk-shared",
     "LiveKit Agents, Python": "livekit",
     "Pipecat": "pipecat",
 }
@@ -50,6 +51,9 @@ def load_snippet(code: str, *, name: str, base_url: str, model: str) -> dict:
     return namespace
 
 
-def key_headers(code: str) -> list[str]:
-    """The session-key headers a snippet sends (what the gateway should report as the key source)."""
-    return sorted(set(re.findall(r'"(x-session-id|x-session-affinity)"\s*:', code.split("\n#", 1)[0])))
+def key_sources(code: str) -> list[str]:
+    """Where a snippet puts the session key, named as the gateway's access line names the source."""
+    run = "\n".join(line for line in code.split("\n") if not line.lstrip().startswith("#"))
+    headers = re.findall(r'"(x-session-id|x-session-affinity)"\s*:\s*call_id', run)
+    fields = re.findall(r"\b(prompt_cache_key|session_id)\s*=\s*call_id", run)
+    return sorted({f"header:{h}" for h in headers} | {f"body:{f}" for f in fields})
