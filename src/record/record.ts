@@ -8,6 +8,7 @@ import type { Usage } from '../stream/usage.js';
 import { hopsOf, overheadOf, replicaTtftOf, ttftOf, type HopClock } from '../telemetry/hop-clock.js';
 import { HOPS, type Metrics } from '../telemetry/metrics.js';
 import { throttle } from '../telemetry/throttle.js';
+import type { FirstToken } from '../stream/tap.js';
 import type { Ending } from '../upstream/forward.js';
 
 /** How a request ended, whether or not it was routed. */
@@ -25,6 +26,8 @@ export interface Ended {
   readonly upstreamError: string | null;
   /** Responses API: the id of the response relayed (its replica stores it). */
   readonly responseId?: string | null;
+  /** A stream's first token: content, reasoning or a tool call (what its TTFT ended on). */
+  readonly firstToken?: FirstToken | null;
 }
 
 const round = (v: number | null) => (v === null ? null : Math.round(v * 1000) / 1000);
@@ -33,6 +36,7 @@ const round = (v: number | null) => (v === null ? null : Math.round(v * 1000) / 
 function outcomeLabel(e: Ended): string {
   if (e.ending === 'aborted') return 'aborted';
   if (e.ending === 'interrupted') return 'interrupted';
+  if (e.ending === 'stalled') return 'stalled';
   return e.status >= 100 ? `${Math.floor(e.status / 100)}xx` : 'none';
 }
 
@@ -113,7 +117,8 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         const suppressed = unreadWarning();
         if (suppressed !== null) log.warn({ replica: e.replica, stream: e.sse, suppressed }, 'stored response relayed without a readable id: its follow-ups will be routed as unknown');
       }
-      if (identity !== null && e.replica !== null && e.ending !== 'aborted') {
+      // Neither a client that left nor one that stopped reading says anything about its replica.
+      if (identity !== null && e.replica !== null && e.ending !== 'aborted' && e.ending !== 'stalled') {
         router.served(identity, {
           replica: e.replica,
           result: e.ending === 'interrupted' ? 'interrupted' : e.ending === 'complete' && e.status < 400 ? 'ok' : 'error',
@@ -138,6 +143,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         model: e.reason !== null ? identity?.model ?? null : null,
         stream: e.sse,
         ttftMs: round(ttft),
+        firstToken: e.firstToken ?? undefined,
         overheadMs: round(overhead),
         // Flat numbers, not a nested object: pino serialises nested objects on a much slower path.
         parseMs: round(hops.parse),

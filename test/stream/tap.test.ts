@@ -76,10 +76,11 @@ describe('sse tap', () => {
     }), { numRuns: 300 });
   });
 
-  it('a non-streaming body: the first byte is the first token, usage read at the end', () => {
+  it('a non-streaming body has no first token (its first byte follows the whole generation), usage read at the end', () => {
     const body = JSON.stringify({ choices: [{ message: { content: 'x' } }], usage: { prompt_tokens: 5, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 0 } } });
     const { tap, firstAt } = feed(body, [10, 50], false);
-    assert.equal(firstAt, 0);
+    assert.equal(firstAt, -1);
+    assert.equal(tap.firstToken, null);
     assert.deepEqual(tap.usage, { promptTokens: 5, completionTokens: 1, cachedTokens: 0 });
   });
 });
