@@ -204,7 +204,8 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             const parsed = parseJson(body!);
             validateBody(json, parsed, deps.identity);
             x.identity = identify(json, parsed, req.headers, deps.identity);
-            streamed = parsed.stream === true;
+            // Only a generation answers when it is done; anything else answers at once.
+            streamed = json === 'other' || parsed.stream === true;
             // Kept for mid-stream resume only (opt-in): a streamed chat completion.
             if (config.resume.enabled && json === 'chat' && streamed) resumable = parsed;
             if (config.logging.logPrompts) log.debug({ session: sessionTag(x.identity.sessionKey), body: parsed }, 'request body');

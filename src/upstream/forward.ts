@@ -309,6 +309,10 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
     const partial = resumeLog!.partial();
     resumeLog = null;
     owner.releaseReplica();
+    // A stream that broke off while the client's socket was full: the continuation starts unpaused.
+    owner.stall(stallMs, null);
+    res.off('drain', resumeRelay);
+    paused = null;
     const next = i + 1 < ranked.length ? deps.byName(ranked[i + 1].name) : undefined;
     const why = typeof partial === 'string' ? partial : next === undefined ? 'no_replica' : null;
     if (why !== null) {
