@@ -79,6 +79,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   const clientBy = memo((k) => m.clientRequests.labels(...(k.split(' ') as [string, string])));
   const driftBy = memo((where) => m.prefixDrift.labels(where));
   const unreadWarning = throttle(60_000);
+  const stallWarning = throttle(60_000);
   // A client that puts the time in its system prompt drifts on every turn: counted every time,
   // logged at most once a minute (with how many were not), never a second line per request.
   const driftWarning = throttle(60_000);
@@ -110,6 +111,12 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       if (u && e.replica) {
         if (u.promptTokens !== null) promptBy(replica).inc(u.promptTokens);
         if (u.cachedTokens !== null) cachedBy(replica).inc(u.cachedTokens);
+      }
+      // A client that stopped reading held a replica slot and a vLLM sequence until it was cut: loud.
+      if (e.ending === 'stalled') {
+        m.clientStalls.inc({ replica });
+        const suppressed = stallWarning();
+        if (suppressed !== null) log.warn({ replica: e.replica, detail: e.error?.message, suppressed }, 'client stopped reading: disconnected, its upstream request aborted');
       }
       // A stored response whose id could not be read cannot be followed up on its replica: loud.
       if (identity?.storesResponse && e.ending === 'complete' && e.status >= 200 && e.status < 300 && !e.responseId) {

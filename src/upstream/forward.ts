@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { ResolvedConfig } from '../config/schema.js';
 import { errors, isWarmrouteError, writeError, type WarmrouteError } from '../errors.js';
@@ -14,7 +13,6 @@ import { continuationBody, createResumeLog, createSplice, type ResumeLog } from 
 import { createTap, type FirstToken, type Tap, type Usage } from '../stream/tap.js';
 import { nowMs, serverTiming, type HopClock } from '../telemetry/hop-clock.js';
 import type { Metrics } from '../telemetry/metrics.js';
-import { throttle } from '../telemetry/throttle.js';
 import type { ExchangeOwner } from './exchange.js';
 import { ClientGone, failureOf, RetryStatus } from './failures.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
@@ -25,7 +23,6 @@ export interface ForwardDeps {
   readonly health: Health;
   readonly metrics: Metrics;
   readonly config: ResolvedConfig;
-  readonly log: Logger;
   byName(name: string): ReplicaState | undefined;
 }
 
@@ -172,13 +169,11 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
     fail(e.error);
   }
 
-  const stallWarning = throttle(60_000);
-  /** The client has read nothing for timeouts.clientStallMs while the replica waited on it. */
+  /**
+   * The client has read nothing for timeouts.clientStallMs while the replica waited on it: ended
+   * (the recorder counts it and warns), the upstream request aborted by the owner, the client cut.
+   */
   function stalled() {
-    const name = replica?.name ?? 'none';
-    metrics.clientStalls.inc({ replica: name });
-    const suppressed = stallWarning();
-    if (suppressed !== null) deps.log.warn({ replica: name, stallMs, suppressed }, 'client stopped reading: disconnected, its upstream request aborted');
     out.error = errors.clientStalled([stallMs]);
     finish('stalled');
     res.destroy();
