@@ -141,8 +141,10 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
       x.owner.holdGlobal();
       return go();
     }
-    // The client may go while it waits: its owner ends it, and a slot granted later goes straight back.
-    wait.then(() => { if (x.owner.holdGlobal()) go(); }, (e: unknown) => refusedForLoad(x, e));
+    // The client may go while it waits: its owner ends it and gives its place in the queue up.
+    const w = wait;
+    x.owner.waiting(() => global.cancel(w));
+    w.then(() => { x.owner.waiting(null); if (x.owner.holdGlobal()) go(); }, (e: unknown) => { x.owner.waiting(null); refusedForLoad(x, e); });
   }
 
   function authorize(x: InFlight) {

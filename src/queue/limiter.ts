@@ -25,13 +25,15 @@ export interface Limiter {
    * have to wait (one that fits still goes through).
    */
   closeQueue(error: Error): void;
+  /** A wait `acquire` returned is given up (its client left): its place in the queue goes at once. */
+  cancel(wait: Promise<void>): void;
   readonly open: number;
   readonly queued: number;
 }
 
 export interface LimiterOptions { max: number; maxQueued: number; timeoutMs: number; what: string }
 
-interface Waiter { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+interface Waiter { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout; wait: Promise<void> | null }
 
 /** Retry-After for a refusal: the queue wait rounded up to seconds, at least 1. */
 export function retryAfterSeconds(timeoutMs: number): string {
@@ -74,10 +76,12 @@ export function createLimiter(initial: LimiterOptions): Limiter {
       if (queue.length >= opts.maxQueued) {
         throw new Shed('queue_full', errors.overloaded([`${opts.what}: ${open} in flight and ${queue.length} waiting`], null, undefined, retryAfter));
       }
-      return new Promise<void>((resolve, reject) => {
-        const w: Waiter = {
+      let w!: Waiter;
+      const wait = new Promise<void>((resolve, reject) => {
+        w = {
           resolve,
           reject,
+          wait: null,
           timer: setTimeout(() => {
             queue.splice(queue.indexOf(w), 1);
             reject(new Shed('queue_timeout', errors.queueTimeout([opts.timeoutMs, opts.what], null, undefined, retryAfter)));
@@ -85,6 +89,14 @@ export function createLimiter(initial: LimiterOptions): Limiter {
         };
         queue.push(w);
       });
+      w.wait = wait;
+      return wait;
+    },
+    cancel(wait) {
+      const i = queue.findIndex((w) => w.wait === wait);
+      if (i < 0) return;
+      clearTimeout(queue[i].timer);
+      queue.splice(i, 1);
     },
     release() {
       open--;

@@ -26,6 +26,8 @@ export interface ExchangeOwner<E> {
   holdReplica(r: ReplicaState): boolean;
   /** The attempt on the held replica is over before the exchange is (failover, resume). */
   releaseReplica(): void;
+  /** How to give up the queue wait under way (limits.maxConcurrent or a replica's); null once it is over. */
+  waiting(cancel: (() => void) | null): void;
   /** How to abort the upstream request open now; null once it has ended by itself. */
   upstream(abort: ((e: Error) => void) | null): void;
   /** Starts (f) or stops (null) the stalled-client timer: `f` runs once the client has read nothing for `ms`. */
@@ -55,6 +57,7 @@ export function createExchangeOwner<E>(res: ServerResponse, deps: ExchangeOwnerD
   let global = false;
   let replica: ReplicaState | null = null;
   let abortUpstream: ((e: Error) => void) | null = null;
+  let cancelWait: (() => void) | null = null;
   let stallTimer: NodeJS.Timeout | null = null;
   let gone: (() => void) | null = null;
   let resolveDone!: () => void;
@@ -84,6 +87,7 @@ export function createExchangeOwner<E>(res: ServerResponse, deps: ExchangeOwnerD
       replica = null;
       deps.admission.release(r);
     },
+    waiting(cancel) { cancelWait = ended ? null : cancel; },
     upstream(abort) { abortUpstream = ended ? null : abort; },
     stall(ms, f) {
       if (stallTimer !== null) { clearTimeout(stallTimer); stallTimer = null; }
@@ -97,6 +101,9 @@ export function createExchangeOwner<E>(res: ServerResponse, deps: ExchangeOwnerD
       const abort = abortUpstream;
       abortUpstream = null;
       gone = null;
+      const cancel = cancelWait;
+      cancelWait = null;
+      cancel?.();
       // The upstream request is still open only when the exchange ended before its response did.
       abort?.(new ClientGone('the exchange ended before its response'));
       self.releaseReplica();

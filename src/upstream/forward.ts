@@ -153,9 +153,11 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
       owner.holdReplica(r);
       return dispatch(r, i);
     }
-    wait.then(
-      () => { if (owner.holdReplica(r)) dispatch(r, i); },
-      (e: Shed) => { if (!owner.ended) shed(e, i); },
+    const w = wait;
+    owner.waiting(() => deps.admission.cancel(r, w));
+    w.then(
+      () => { owner.waiting(null); if (owner.holdReplica(r)) dispatch(r, i); },
+      (e: Shed) => { owner.waiting(null); if (!owner.ended) shed(e, i); },
     );
   }
 

@@ -57,6 +57,35 @@ describe('issue 17 #2: a client that drops mid-upload gives its API key slot bac
   });
 });
 
+describe('issue 17 #2: a client that leaves while queued gives its place up at once and gets its access line', () => {
+  it('limits.maxConcurrent 1, maxQueued 1: after the queued client left, the next one can queue again', async () => {
+    const a = await startFixture('a');
+    const g = await startGateway([a.url], { limits: { maxConcurrent: 1, maxQueued: 1 }, timeouts: { queueMs: 20_000 } });
+    try {
+      const held = await request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-fixture-hold': 'held' }, body: chatBody() });
+      const body = chatBody();
+      const leaver = await rawOpen(portOf(g.url), `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+      await waitFor('the request to wait in the gateway-wide queue', async () => /warmroute_global_queued 1\b/.test(await scrape(g.adminUrl)));
+      leaver.destroy();
+      const [line] = await waitForAccess(g, (ls) => ls.some((l) => l.outcome === 'aborted'));
+      assert.equal(line.outcome, 'aborted');
+      await waitFor('its place in the queue to be free', async () => /warmroute_global_queued 0\b/.test(await scrape(g.adminUrl)));
+      // Without its place back, this one would be refused: 503 queue_full.
+      const next = request(`${g.url}/v1/chat/completions`, { method: 'POST', body: chatBody() });
+      await waitFor('the next request to queue', async () => /warmroute_global_queued 1\b/.test(await scrape(g.adminUrl)));
+      assert.ok(a.release('held'));
+      await held.body.text();
+      const answered = await next;
+      assert.equal(answered.statusCode, 200);
+      await answered.body.text();
+    } finally {
+      a.release('held');
+      await g.close();
+      await a.close();
+    }
+  });
+});
+
 describe('issue 17 #5: a request queued for the gateway-wide limit at shutdown gets 503 shutting_down', () => {
   it('the queued request is answered 503 with Retry-After at once; the open stream is served to its end', async () => {
     const a = await startFixture('a');
