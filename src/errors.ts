@@ -55,6 +55,7 @@ export const errors = {
   upstreamTimeout: define('UPSTREAM_TIMEOUT', { status: 504, type: 'server_error', code: 'upstream_timeout', message: 'Replica %s did not respond within %d ms' }),
   upstreamStream: define('UPSTREAM_STREAM', { status: 502, type: 'server_error', code: 'upstream_stream_error', message: 'Replica %s failed mid-stream: %s' }),
   responseStateLost: define('RESPONSE_STATE_LOST', { status: 409, type: 'invalid_request_error', code: 'response_state_lost', message: 'The stored response this request continues was held by replica %s, which %s: vLLM keeps stored responses in the memory of the replica that produced them, so no other replica can continue it. Start a new conversation, or resend the history with store: false' }),
+  clientStalled: define('CLIENT_STALLED', { status: 408, type: 'invalid_request_error', code: 'client_stalled', message: 'The client read nothing of its response for %d ms (timeouts.clientStallMs)' }),
   shuttingDown: define('SHUTTING_DOWN', { status: 503, type: 'server_error', code: 'shutting_down', message: 'The gateway is shutting down' }),
   // The admin port's own.
   adminTokenRequired: define('ADMIN_TOKEN_REQUIRED', { status: 401, type: 'invalid_request_error', code: 'invalid_admin_token', message: 'The admin API needs Authorization: Bearer <admin token>' }),

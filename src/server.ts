@@ -7,6 +7,7 @@ import { buildAdmin } from './admin/routes.js';
 import { deepFreeze, performanceWarnings } from './config/load.js';
 import type { ResolvedConfig } from './config/schema.js';
 import { createDataPlaneServer } from './edge/listener.js';
+import { errors } from './errors.js';
 import { createKeyring } from './edge/api-keys.js';
 import { createPipeline } from './edge/pipeline.js';
 import type { AddressResolver } from './fleet/discovery.js';
@@ -223,6 +224,9 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       if (draining) return;
       draining = true;
       metrics.draining.set(1);
+      // Requests waiting for the gateway-wide limit would be admitted after the drain began and
+      // cut when it ends: each is answered 503 shutting_down now, so its client retries elsewhere.
+      globalLimit.closeQueue(errors.shuttingDown([], null, undefined, ['retry-after', '1']));
       fleet.stop();
       log.info({ open: open.size, drainMs: pipeline.config.timeouts.drainMs }, 'draining: no new requests, waiting for open streams');
       const closed = new Promise<void>((r) => server.close(() => r()));

@@ -191,10 +191,17 @@ export const ConfigSchema = Type.Object({
   timeouts: Section({
     /** TCP connect (and TLS handshake) to a replica; past it the next replica is tried. */
     connectMs: Ms(2_000),
-    /** Request written → response headers; past it the client gets a 504. */
+    /** Request written → response headers of a streamed request (`stream: true`, or no generation); past it the client gets a 504. */
     headersMs: Ms(30_000),
+    /**
+     * The same for a non-streamed generation, whose headers come only once it is complete: past it
+     * a 504, which (unlike headersMs) never counts toward the replica's ejection.
+     */
+    unstreamedHeadersMs: Ms(600_000),
     /** Longest silence between two response chunks before the stream is ended with an error. */
     idleMs: Ms(60_000),
+    /** A client that reads nothing of its response for this long is disconnected and its upstream request aborted. */
+    clientStallMs: Ms(60_000),
     /** Longest wait in a queue (limits.maxConcurrent, limits.maxInflightPerReplica); then 503. */
     queueMs: Ms(10_000),
     /** SIGTERM: how long in-flight streams may take to finish. */

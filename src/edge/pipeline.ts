@@ -5,14 +5,15 @@ import type { ResolvedConfig } from '../config/schema.js';
 import { errors, toWarmrouteError, writeError, type WarmrouteError } from '../errors.js';
 import type { Registry } from '../fleet/registry.js';
 import { identify, identityWithoutBody, validateBody, type IdentityOptions, type RequestIdentity, type RequestKind } from '../identify/identity.js';
-import type { Limiter, Shed } from '../queue/limiter.js';
+import { Shed, type Limiter } from '../queue/limiter.js';
 import type { Ended, Recorder } from '../record/record.js';
 import { sessionTag } from '../record/record.js';
 import type { Decision, Router } from '../routing/types.js';
 import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
-import { forward, type ForwardDeps, type Outcome } from '../upstream/forward.js';
+import { createExchangeOwner, type ExchangeOwner } from '../upstream/exchange.js';
+import { forward, type ForwardDeps } from '../upstream/forward.js';
 import type { Metrics } from '../telemetry/metrics.js';
-import type { ClientKey, Keyring } from './api-keys.js';
+import type { Keyring } from './api-keys.js';
 import { discardBody, readBody } from './body.js';
 import { modelsBody } from './models.js';
 import { routeOf } from './routes.js';
@@ -30,13 +31,13 @@ export interface PipelineDeps extends ForwardDeps {
   /** limits.maxConcurrent and its queue. */
   readonly globalLimit: Limiter;
   readonly metrics: Metrics;
-  /** Tracks open exchanges so a drain can wait for them. */
+  /** Tracks open exchanges (from their first byte to their end) so a drain can wait for them. */
   track(p: Promise<unknown>): void;
   /**
    * Every exchange that reached its end, with the bytes received: fleet/ keeps keyed sessions' last
    * prompts (drain handoff) and counts shared prefixes (deploy warmup). Must be cheap.
    */
-  served?(identity: RequestIdentity, target: string, body: Buffer | null, ended: Outcome): void;
+  served?(identity: RequestIdentity, target: string, body: Buffer | null, ended: Ended): void;
 }
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
@@ -56,89 +57,94 @@ function parseJson(body: Buffer): unknown {
   }
 }
 
-/** What the pipeline holds for one request until it is recorded. */
+/** What the pipeline knows of one request until it is recorded; its slots are its owner's. */
 interface InFlight {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly clock: HopClock;
+  readonly owner: ExchangeOwner<Ended>;
   path: string;
-  /** The client's API key, once checked (keys configured). */
-  key: ClientKey | null;
-  /** Admitted under limits.maxConcurrent. */
-  admitted: boolean;
+  /** The client's API key's name, once checked (keys configured). */
+  key: string | null;
+  identity: RequestIdentity | null;
+  /** Set once forwarded: what fleet/ is told of the exchange when it ends. */
+  target: string | null;
+  body: Buffer | null;
 }
+
+const ABORTED: Ended = Object.freeze({ ending: 'aborted', status: 0, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null });
 
 /**
  * The data plane's one request pipeline: target → route table → API key → content type → body
  * (limit) → JSON (parsed once) → identity → routing → admission → forward → record. Every refusal
- * on the way is written by one error writer and recorded like any other request.
+ * on the way is written by one error writer and recorded like any other request. Each exchange's
+ * slots are held by its owner (upstream/exchange.ts), created here with the exchange: whatever
+ * way it ends (answered, refused, client gone mid-upload or in a queue, stalled, shut down), the
+ * owner gives every slot back once and the exchange gets its one access line.
  */
 export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: ServerResponse) => void {
   // deps.config and deps.identity are read per request: a config reload replaces them.
   const { registry, router, recorder, log, keyring, metrics } = deps;
   const global = deps.globalLimit;
   const keyRetryAfter = ['retry-after', '1'];
+  const shutdownRetryAfter = ['retry-after', '1'];
+  const clientGone = (replica: string | null) => metrics.clientAborts.inc({ replica: replica ?? 'none' });
+  const aborted = () => ABORTED;
 
-  /** Everything a request holds is given back exactly once, however it ended. */
-  function letGo(x: InFlight) {
-    if (x.admitted) { x.admitted = false; global.release(); }
-    if (x.key !== null) { x.key.open--; }
+  function report(x: InFlight, ended: Ended) {
+    if (x.clock.ended === 0) x.clock.ended = nowMs();
+    recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key });
+    if (x.target !== null && x.identity !== null) deps.served?.(x.identity, x.target, x.body, ended);
   }
 
-  function record(x: InFlight, identity: RequestIdentity | null, ended: Ended) {
-    letGo(x);
-    recorder.record({ method: x.req.method ?? '', path: x.path, identity, clock: x.clock, ended, key: x.key?.name ?? null });
-    x.key = null;
-  }
-
-  function refuse(x: InFlight, identity: RequestIdentity | null, e: unknown) {
+  function refuse(x: InFlight, e: unknown) {
+    if (x.owner.ended) return;
     const err: WarmrouteError = toWarmrouteError(e);
     if (err.statusCode >= 500 && err.openaiCode === 'internal_error') log.error({ err: e, path: x.path }, 'internal error');
     writeError(x.res, err);
     x.clock.ended = nowMs();
-    record(x, identity, { ending: 'failed', status: err.statusCode, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: err, upstreamError: null });
+    x.owner.end({ ending: 'failed', status: err.statusCode, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: err, upstreamError: null });
   }
 
   /** Route, then the gateway-wide limit (the wait is the queue hop), then forward. */
-  function routeAndForward(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null, resumable: Record<string, unknown> | undefined) {
+  function routeAndForward(x: InFlight, target: string, body: Buffer | null, resumable: Record<string, unknown> | undefined, streamed: boolean) {
+    const identity = x.identity!;
     const decision = router.route({ identity, replicas: registry.views });
     x.clock.routed = nowMs();
     if (decision.drift) recorder.drift(identity, decision.drift);
-    admit(x, () => forwardTo(x, target, identity, body, decision, resumable), (e) => refuse(x, identity, e));
+    admit(x, () => forwardTo(x, target, body, decision, resumable, streamed));
   }
 
-  function forwardTo(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null, decision: Decision, resumable: Record<string, unknown> | undefined) {
-    const method = x.req.method ?? 'GET';
-    const exchange = forward({ req: x.req, res: x.res, method, target, body, identity, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, resumable }, deps)
-      .then((ended) => {
-        record(x, identity, ended);
-        deps.served?.(identity, target, body, ended);
-      });
-    deps.track(exchange);
+  function forwardTo(x: InFlight, target: string, body: Buffer | null, decision: Decision, resumable: Record<string, unknown> | undefined, streamed: boolean) {
+    x.target = target;
+    x.body = body;
+    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, resumable, streamed }, deps);
+  }
+
+  function refusedForLoad(x: InFlight, e: unknown) {
+    if (e instanceof Shed) {
+      metrics.shed.inc({ reason: `global_${e.cause}` });
+      return refuse(x, e.error);
+    }
+    refuse(x, e);
   }
 
   /** The gateway-wide limit: at once, after a bounded wait (the queue hop), or a 503. */
-  function admit(x: InFlight, go: () => void, refused: (e: unknown) => void) {
+  function admit(x: InFlight, go: () => void) {
     let wait: Promise<void> | null;
     try {
       wait = global.acquire();
     } catch (e) {
-      metrics.shed.inc({ reason: `global_${(e as Shed).cause}` });
-      return refused((e as Shed).error);
+      return refusedForLoad(x, e);
     }
     if (wait === null) {
-      x.admitted = true;
+      x.owner.holdGlobal();
       return go();
     }
-    wait.then(() => {
-      x.admitted = true;
-      // The client may have gone while it waited.
-      if (x.res.destroyed) return record(x, null, { ending: 'aborted', status: 0, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null });
-      go();
-    }, (e: Shed) => {
-      metrics.shed.inc({ reason: `global_${e.cause}` });
-      refused(e.error);
-    });
+    // The client may go while it waits: its owner ends it and gives its place in the queue up.
+    const w = wait;
+    x.owner.waiting(() => global.cancel(w));
+    w.then(() => { x.owner.waiting(null); if (x.owner.holdGlobal()) go(); }, (e: unknown) => { x.owner.waiting(null); refusedForLoad(x, e); });
   }
 
   function authorize(x: InFlight) {
@@ -152,12 +158,17 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
       metrics.shed.inc({ reason: 'key_limit' });
       throw errors.keyLimit([key.name, key.open], null, undefined, keyRetryAfter);
     }
-    key.open++;
-    x.key = key;
+    x.owner.holdKey(key);
+    x.key = key.name;
   }
 
   return function handle(req, res) {
-    const x: InFlight = { req, res, clock: startClock(), path: req.url ?? '', key: null, admitted: false };
+    const clock = startClock();
+    const x: InFlight = {
+      req, res, clock, path: req.url ?? '', key: null, identity: null, target: null, body: null,
+      owner: createExchangeOwner<Ended>(res, { admission: deps.admission, global, report: (e) => report(x, e), aborted, clientGone }),
+    };
+    deps.track(x.owner.done);
     const config = deps.config;
     const bodyLimits = { maxBytes: config.limits.bodyBytes };
     try {
@@ -168,45 +179,49 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
       authorize(x);
       if (route === null) throw errors.notFound([method, target.path]);
       if (route.kind === null) throw errors.methodNotAllowed([method, route.allowed.join(', ')], null, undefined, ['allow', route.allowed.join(', ')]);
-      if (deps.draining()) throw errors.shuttingDown();
+      if (deps.draining()) throw errors.shuttingDown([], null, undefined, shutdownRetryAfter);
       const kind = route.kind;
       if ('models' in kind) {
         const text = modelsBody(registry);
         if (text === null) throw errors.noReplica();
         res.writeHead(200, ['content-type', 'application/json']);
         res.end(method === 'HEAD' ? undefined : text);
-        x.clock.ended = nowMs();
-        record(x, null, { ending: 'complete', status: 200, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null });
+        clock.ended = nowMs();
+        x.owner.end({ ending: 'complete', status: 200, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null });
         return;
       }
       const json: RequestKind | null = 'json' in kind ? kind.json : null;
       const type = req.headers['content-type'];
       if (json !== null && type !== undefined && !JSON_TYPE.test(type)) throw errors.unsupportedMediaType([JSON.stringify(type.slice(0, 100))]);
       readBody(req, bodyLimits, (bodyErr, body) => {
-        let identity: RequestIdentity | null = null;
+        // The client went away mid-upload: its owner has already ended the exchange.
+        if (x.owner.ended) return;
         let resumable: Record<string, unknown> | undefined;
+        let streamed = true;
         try {
           if (bodyErr) throw bodyErr;
           if (json === null) {
-            identity = identityWithoutBody(req.headers, deps.identity, 'responseId' in kind ? kind.responseId ?? null : null);
+            x.identity = identityWithoutBody(req.headers, deps.identity, 'responseId' in kind ? kind.responseId ?? null : null);
           } else {
             const parsed = parseJson(body!);
             validateBody(json, parsed, deps.identity);
-            identity = identify(json, parsed, req.headers, deps.identity);
+            x.identity = identify(json, parsed, req.headers, deps.identity);
+            // Only a generation answers when it is done; anything else answers at once.
+            streamed = json === 'other' || parsed.stream === true;
             // Kept for mid-stream resume only (opt-in): a streamed chat completion.
-            if (config.resume.enabled && json === 'chat' && parsed.stream === true) resumable = parsed;
-            if (config.logging.logPrompts) log.debug({ session: sessionTag(identity.sessionKey), body: parsed }, 'request body');
+            if (config.resume.enabled && json === 'chat' && streamed) resumable = parsed;
+            if (config.logging.logPrompts) log.debug({ session: sessionTag(x.identity.sessionKey), body: parsed }, 'request body');
           }
-          x.clock.parsed = nowMs();
-          routeAndForward(x, target.path + target.search, identity, body, resumable);
+          clock.parsed = nowMs();
+          routeAndForward(x, target.path + target.search, body, resumable, streamed);
         } catch (e) {
-          refuse(x, identity, e);
+          refuse(x, e);
         }
       });
     } catch (e) {
       // Refused before the body was read: read and drop it (bounded) so the answer gets through.
       discardBody(req);
-      refuse(x, null, e);
+      refuse(x, e);
     }
   };
 }

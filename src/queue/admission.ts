@@ -10,6 +10,8 @@ export interface Admission {
   /** null when admitted at once; a wait otherwise; throws Shed when the replica's queue is full. */
   acquire(r: ReplicaState): Promise<void> | null;
   release(r: ReplicaState): void;
+  /** A wait `acquire` returned for `r` is given up (its client left). */
+  cancel(r: ReplicaState, wait: Promise<void>): void;
   queuedOn(name: string): number;
   /** A config reload: new limits for the next requests. */
   setLimits(limits: AdmissionLimits): void;
@@ -26,6 +28,8 @@ export function createAdmission(initial: AdmissionLimits): Admission {
   // nothing, rather than to a limiter it never held a slot of.
   const limiters = new Map<string, { replica: ReplicaState; limiter: Limiter }>();
   const optionsFor = (name: string) => ({ max: opts.maxInflight, maxQueued: opts.maxQueued, timeoutMs: opts.timeoutMs, what: `replica ${name}` });
+  // The counting wait handed out → the limiter's own wait, so a client that leaves can give its place up.
+  const waits = new Map<Promise<void>, Promise<void>>();
   const limiterOf = (r: ReplicaState) => {
     let e = limiters.get(r.name);
     if (e === undefined || e.replica !== r) limiters.set(r.name, (e = { replica: r, limiter: createLimiter(optionsFor(r.name)) }));
@@ -38,7 +42,17 @@ export function createAdmission(initial: AdmissionLimits): Admission {
         r.inflight++;
         return null;
       }
-      return wait.then(() => { r.inflight++; });
+      const counted = wait.then(() => { r.inflight++; });
+      waits.set(counted, wait);
+      void counted.finally(() => waits.delete(counted)).catch(() => {});
+      return counted;
+    },
+    cancel(r, counted) {
+      const wait = waits.get(counted);
+      if (wait === undefined) return;
+      waits.delete(counted);
+      const e = limiters.get(r.name);
+      if (e?.replica === r) e.limiter.cancel(wait);
     },
     setLimits(limits) {
       opts = limits;

@@ -15,15 +15,25 @@ export interface Limiter {
   /** null when admitted at once (no promise on the common path); a wait otherwise; throws Shed when the queue is full. */
   acquire(): Promise<void> | null;
   release(): void;
-  /** A config reload: new bounds for the next requests; waiters a higher limit lets in go at once. */
+  /**
+   * A config reload: new bounds at once. Waiters a higher limit lets in go at once; under a lower
+   * one, released slots go to waiters only once fewer than the new limit are open.
+   */
   configure(o: LimiterOptions): void;
+  /**
+   * Shutdown: every waiter is refused with `error` now, and so is any later request that would
+   * have to wait (one that fits still goes through).
+   */
+  closeQueue(error: Error): void;
+  /** A wait `acquire` returned is given up (its client left): its place in the queue goes at once. */
+  cancel(wait: Promise<void>): void;
   readonly open: number;
   readonly queued: number;
 }
 
 export interface LimiterOptions { max: number; maxQueued: number; timeoutMs: number; what: string }
 
-interface Waiter { resolve: () => void; timer: NodeJS.Timeout }
+interface Waiter { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout; wait: Promise<void> | null }
 
 /** Retry-After for a refusal: the queue wait rounded up to seconds, at least 1. */
 export function retryAfterSeconds(timeoutMs: number): string {
@@ -35,6 +45,7 @@ export function createLimiter(initial: LimiterOptions): Limiter {
   let open = 0;
   const queue: Waiter[] = [];
   let retryAfter = ['retry-after', retryAfterSeconds(opts.timeoutMs)];
+  let closedWith: Error | null = null;
   const admitWaiting = () => {
     while (queue.length > 0 && (opts.max === 0 || open < opts.max)) {
       const next = queue.shift()!;
@@ -49,17 +60,28 @@ export function createLimiter(initial: LimiterOptions): Limiter {
       retryAfter = ['retry-after', retryAfterSeconds(o.timeoutMs)];
       admitWaiting();
     },
+    closeQueue(error) {
+      closedWith = error;
+      for (const w of queue.splice(0)) {
+        clearTimeout(w.timer);
+        w.reject(error);
+      }
+    },
     acquire() {
       if (opts.max === 0 || open < opts.max) {
         open++;
         return null;
       }
+      if (closedWith !== null) throw closedWith;
       if (queue.length >= opts.maxQueued) {
         throw new Shed('queue_full', errors.overloaded([`${opts.what}: ${open} in flight and ${queue.length} waiting`], null, undefined, retryAfter));
       }
-      return new Promise<void>((resolve, reject) => {
-        const w: Waiter = {
+      let w!: Waiter;
+      const wait = new Promise<void>((resolve, reject) => {
+        w = {
           resolve,
+          reject,
+          wait: null,
           timer: setTimeout(() => {
             queue.splice(queue.indexOf(w), 1);
             reject(new Shed('queue_timeout', errors.queueTimeout([opts.timeoutMs, opts.what], null, undefined, retryAfter)));
@@ -67,15 +89,18 @@ export function createLimiter(initial: LimiterOptions): Limiter {
         };
         queue.push(w);
       });
+      w.wait = wait;
+      return wait;
+    },
+    cancel(wait) {
+      const i = queue.findIndex((w) => w.wait === wait);
+      if (i < 0) return;
+      clearTimeout(queue[i].timer);
+      queue.splice(i, 1);
     },
     release() {
-      const next = queue.shift();
-      if (next) {
-        clearTimeout(next.timer);
-        next.resolve();
-      } else {
-        open--;
-      }
+      open--;
+      admitWaiting();
     },
     get open() { return open; },
     get queued() { return queue.length; },

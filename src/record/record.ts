@@ -8,6 +8,7 @@ import type { Usage } from '../stream/usage.js';
 import { hopsOf, overheadOf, replicaTtftOf, ttftOf, type HopClock } from '../telemetry/hop-clock.js';
 import { HOPS, type Metrics } from '../telemetry/metrics.js';
 import { throttle } from '../telemetry/throttle.js';
+import type { FirstToken } from '../stream/tap.js';
 import type { Ending } from '../upstream/forward.js';
 
 /** How a request ended, whether or not it was routed. */
@@ -25,6 +26,8 @@ export interface Ended {
   readonly upstreamError: string | null;
   /** Responses API: the id of the response relayed (its replica stores it). */
   readonly responseId?: string | null;
+  /** A stream's first token: content, reasoning or a tool call (what its TTFT ended on). */
+  readonly firstToken?: FirstToken | null;
 }
 
 const round = (v: number | null) => (v === null ? null : Math.round(v * 1000) / 1000);
@@ -33,6 +36,7 @@ const round = (v: number | null) => (v === null ? null : Math.round(v * 1000) / 
 function outcomeLabel(e: Ended): string {
   if (e.ending === 'aborted') return 'aborted';
   if (e.ending === 'interrupted') return 'interrupted';
+  if (e.ending === 'stalled') return 'stalled';
   return e.status >= 100 ? `${Math.floor(e.status / 100)}xx` : 'none';
 }
 
@@ -75,6 +79,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   const clientBy = memo((k) => m.clientRequests.labels(...(k.split(' ') as [string, string])));
   const driftBy = memo((where) => m.prefixDrift.labels(where));
   const unreadWarning = throttle(60_000);
+  const stallWarning = throttle(60_000);
   // A client that puts the time in its system prompt drifts on every turn: counted every time,
   // logged at most once a minute (with how many were not), never a second line per request.
   const driftWarning = throttle(60_000);
@@ -107,13 +112,20 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         if (u.promptTokens !== null) promptBy(replica).inc(u.promptTokens);
         if (u.cachedTokens !== null) cachedBy(replica).inc(u.cachedTokens);
       }
+      // A client that stopped reading held a replica slot and a vLLM sequence until it was cut: loud.
+      if (e.ending === 'stalled') {
+        m.clientStalls.inc({ replica });
+        const suppressed = stallWarning();
+        if (suppressed !== null) log.warn({ replica: e.replica, detail: e.error?.message, suppressed }, 'client stopped reading: disconnected, its upstream request aborted');
+      }
       // A stored response whose id could not be read cannot be followed up on its replica: loud.
       if (identity?.storesResponse && e.ending === 'complete' && e.status >= 200 && e.status < 300 && !e.responseId) {
         m.responseIdsUnread.inc();
         const suppressed = unreadWarning();
         if (suppressed !== null) log.warn({ replica: e.replica, stream: e.sse, suppressed }, 'stored response relayed without a readable id: its follow-ups will be routed as unknown');
       }
-      if (identity !== null && e.replica !== null && e.ending !== 'aborted') {
+      // Neither a client that left nor one that stopped reading says anything about its replica.
+      if (identity !== null && e.replica !== null && e.ending !== 'aborted' && e.ending !== 'stalled') {
         router.served(identity, {
           replica: e.replica,
           result: e.ending === 'interrupted' ? 'interrupted' : e.ending === 'complete' && e.status < 400 ? 'ok' : 'error',
@@ -138,6 +150,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         model: e.reason !== null ? identity?.model ?? null : null,
         stream: e.sse,
         ttftMs: round(ttft),
+        firstToken: e.firstToken ?? undefined,
         overheadMs: round(overhead),
         // Flat numbers, not a nested object: pino serialises nested objects on a much slower path.
         parseMs: round(hops.parse),

@@ -3,6 +3,9 @@ import { usageIn, type Usage } from './usage.js';
 
 export type { Usage };
 
+/** What a stream's first token was: text, a reasoning model's thinking, or a tool call. */
+export type FirstToken = 'content' | 'reasoning' | 'tool_call';
+
 /**
  * A passive reader of the response bytes on their way to the client: it never changes or holds
  * back a byte. It notes the first generated token (what TTFT ends on), the end of the stream
@@ -10,7 +13,10 @@ export type { Usage };
  * for the Responses API the id of the response relayed (its replica stores it).
  */
 export interface Tap {
-  /** Reads one chunk as it is relayed; true when this chunk carries the first token. */
+  /**
+   * Reads one chunk as it is relayed; true when this chunk carries the first token. A whole
+   * (non-streamed) body has none: its first byte comes after the whole generation.
+   */
   scan(chunk: Buffer): boolean;
   /** The body ended. */
   end(): void;
@@ -18,11 +24,15 @@ export interface Tap {
   readonly usage: Usage | null;
   /** Responses API: the id of the response relayed (null when not one, or not found). */
   readonly responseId: string | null;
+  /** What the first token was; null before it (and always for a whole body). */
+  readonly firstToken: FirstToken | null;
 }
 
-// A token is a non-empty `content` or `text` string, or a `tool_calls` entry; the role-only first
-// chunk (`"content":""`) is not one.
-const TOKEN = /"(?:content|text)"\s*:\s*"[^"]|"tool_calls"\s*:\s*\[\s*\{/;
+// A token is a non-empty `content` or `text` string, a reasoning model's non-empty
+// `reasoning_content` (or `reasoning`, vLLM's newer name) string, or a `tool_calls` entry; the
+// role-only first chunk (`"content":""`) is not one. The group that matched says which.
+const TOKEN = /"(?:(content|text)|(reasoning_content|reasoning))"\s*:\s*"[^"]|("tool_calls"\s*:\s*\[\s*\{)/;
+const kindOf = (m: RegExpExecArray): FirstToken => (m[1] !== undefined ? 'content' : m[2] !== undefined ? 'reasoning' : 'tool_call');
 
 // Responses API events. The event's type is its SSE `event:` name (vLLM and OpenAI send one);
 // without it, the data's `"type":"response.…"` (nested items' types never start with `response.`).
@@ -32,10 +42,12 @@ const FUNCTION_CALL_ITEM = /"type"\s*:\s*"function_call"/;
 /** response.created's object leads with its id (vLLM and OpenAI both dump `id` first). */
 const CREATED_ID = /"response"\s*:\s*\{[^]*?"id"\s*:\s*"([^"\\]{1,256})"/;
 
-/** Whether a Responses event carries the first output: text, a function call's item or its arguments. */
+/** Whether a Responses event carries the first output: text, reasoning, a function call's item or its arguments. */
 function isFirstOutput(type: string, data: string): boolean {
   switch (type) {
     case 'response.output_text.delta': return NON_EMPTY_DELTA.test(data);
+    case 'response.reasoning_text.delta': return NON_EMPTY_DELTA.test(data);
+    case 'response.reasoning_summary_text.delta': return NON_EMPTY_DELTA.test(data);
     case 'response.function_call_arguments.delta': return true;
     case 'response.output_item.added': return FUNCTION_CALL_ITEM.test(data);
     default: return false;
@@ -48,6 +60,7 @@ function isFirstOutput(type: string, data: string): boolean {
  */
 function sseTap(responses: boolean): Tap {
   let first = false;
+  let firstToken: FirstToken | null = null;
   let chunkHasFirst = false;
   let done = false;
   let responseId: string | null = null;
@@ -56,7 +69,10 @@ function sseTap(responses: boolean): Tap {
   let last: string | null = null;
   const chatEvent = (data: string) => {
     if (data === '[DONE]') { done = true; return; }
-    if (!first && TOKEN.test(data)) { first = true; chunkHasFirst = true; }
+    if (!first) {
+      const m = TOKEN.exec(data);
+      if (m !== null) { first = true; chunkHasFirst = true; firstToken = kindOf(m); }
+    }
     last = data;
   };
   const responsesEvent = (name: string | undefined, data: string) => {
@@ -70,6 +86,7 @@ function sseTap(responses: boolean): Tap {
     } else if (!first && isFirstOutput(type, data)) {
       first = true;
       chunkHasFirst = true;
+      firstToken = type === 'response.output_text.delta' ? 'content' : type.startsWith('response.reasoning') ? 'reasoning' : 'tool_call';
     }
   };
   const events: SseEvents = createSseEvents((e) => {
@@ -100,6 +117,7 @@ function sseTap(responses: boolean): Tap {
     get done() { return done; },
     get usage() { return usage; },
     get responseId() { return responseId; },
+    get firstToken() { return firstToken; },
   };
 }
 
@@ -110,17 +128,14 @@ const HEAD_BYTES = 512;
 /** A response object leads with its id (`{"id":"resp_…"`). */
 const BODY_ID = /^\s*\{\s*"id"\s*:\s*"([^"\\]{1,256})"/;
 
-/** A whole (JSON) body: its first byte is the first thing a client can use. */
+/** A whole (JSON) body: read for its usage and id only. */
 function bodyTap(responses: boolean): Tap {
-  let seen = false;
   let tail: Buffer | null = null;
   let head: Buffer | null = null;
   let usage: Usage | null = null;
   let responseId: string | null = null;
   return {
     scan(chunk) {
-      const isFirst = !seen && chunk.length > 0;
-      if (isFirst) seen = true;
       if (responses && (head === null || head.length < HEAD_BYTES)) {
         head = head === null ? chunk.subarray(0, HEAD_BYTES) : Buffer.concat([head, chunk.subarray(0, HEAD_BYTES - head.length)]);
       }
@@ -129,7 +144,7 @@ function bodyTap(responses: boolean): Tap {
         const joined = tail === null ? chunk : Buffer.concat([tail, chunk]);
         tail = joined.length > TAIL_BYTES ? joined.subarray(joined.length - TAIL_BYTES) : joined;
       }
-      return isFirst;
+      return false;
     },
     end() {
       if (tail !== null) usage = usageIn(tail.toString('latin1'));
@@ -140,6 +155,7 @@ function bodyTap(responses: boolean): Tap {
     get done() { return false; },
     get usage() { return usage; },
     get responseId() { return responseId; },
+    firstToken: null,
   };
 }
 

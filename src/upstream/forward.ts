@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { ResolvedConfig } from '../config/schema.js';
 import { errors, isWarmrouteError, writeError, type WarmrouteError } from '../errors.js';
@@ -10,9 +10,10 @@ import { Shed } from '../queue/limiter.js';
 import type { Decision, RouteReason } from '../routing/types.js';
 import { endInterrupted } from '../stream/interrupt.js';
 import { continuationBody, createResumeLog, createSplice, type ResumeLog } from '../stream/resume.js';
-import { createTap, type Tap, type Usage } from '../stream/tap.js';
+import { createTap, type FirstToken, type Tap, type Usage } from '../stream/tap.js';
 import { nowMs, serverTiming, type HopClock } from '../telemetry/hop-clock.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import type { ExchangeOwner } from './exchange.js';
 import { ClientGone, failureOf, RetryStatus } from './failures.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 
@@ -26,9 +27,10 @@ export interface ForwardDeps {
 }
 
 /** One client request on its way through the gateway. */
-export interface Exchange {
+export interface ForwardRequest {
   readonly req: IncomingMessage;
-  readonly res: ServerResponse;
+  /** Holds every slot the exchange takes and ends it (upstream/exchange.ts). */
+  readonly owner: ExchangeOwner<Outcome>;
   readonly method: string;
   /** Origin-form target as checked by the edge (normalised path and the query). */
   readonly target: string;
@@ -41,6 +43,12 @@ export interface Exchange {
   readonly stripAuthorization: boolean;
   /** The parsed chat body, when resume.enabled and the request can be resumed mid-stream. */
   readonly resumable?: Record<string, unknown>;
+  /**
+   * The replica answers as it generates (`stream: true`, or no generation at all). A non-streamed
+   * generation's headers come only when it is done: timeouts.unstreamedHeadersMs bounds them, and
+   * running past it says nothing of the replica's health.
+   */
+  readonly streamed: boolean;
 }
 
 /** How an exchange ended, for the access line, the metrics and the router. */
@@ -52,7 +60,9 @@ export type Ending =
   /** The replica failed after its first byte: the client got an error event or a cut-off body. */
   | 'interrupted'
   /** The client went away first. */
-  | 'aborted';
+  | 'aborted'
+  /** The client stopped reading for timeouts.clientStallMs: it was disconnected and the upstream request aborted. */
+  | 'stalled';
 
 export interface Outcome {
   ending: Ending;
@@ -71,57 +81,48 @@ export interface Outcome {
   resumed: boolean;
   /** Responses API: the id of the response relayed, as the tap read it. */
   responseId: string | null;
+  /** What the first token of a stream was (content, reasoning, a tool call); null when none or not streamed. */
+  firstToken: FirstToken | null;
 }
 
 /**
  * Sends the request to the ranked replicas in turn until one answers, then streams its response
  * to the client as received. A failure before any response byte moves on to the next replica
  * (at most limits.maxRetries times), counted by cause; after the first byte it never does (see
- * stream/interrupt.ts). Resolves when the exchange is over, never rejects.
+ * stream/interrupt.ts). Every slot it takes is held by `ex.owner`, and it ends the exchange
+ * through it exactly once.
  */
-export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
+export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
   const { config, metrics } = deps;
-  const { res, clock, decision } = ex;
+  const { owner, clock, decision } = ex;
+  const res = owner.res;
   const ranked = decision.ranked;
   const maxAttempts = Math.min(ranked.length, config.limits.maxRetries + 1);
+  const stallMs = config.timeouts.clientStallMs;
 
-  const out: Outcome = { ending: 'failed', status: 0, replica: null, reason: decision.reason, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null, resumed: false, responseId: null };
+  const out: Outcome = { ending: 'failed', status: 0, replica: null, reason: decision.reason, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null, resumed: false, responseId: null, firstToken: null };
   let replica: ReplicaState | null = null;
-  let admitted = false;
-  let abortUpstream: ((e: Error) => void) | null = null;
   let tap: Tap | null = null;
   let resumeLog: ResumeLog | null = null;
-  let finished = false;
-  let resolveDone!: (o: Outcome) => void;
-  const done = new Promise<Outcome>((r) => { resolveDone = r; });
+  let paused: Dispatcher.DispatchController | null = null;
 
   const routeHeaders = () => (!config.headers.route ? [] : replica ? ['x-warmroute-replica', replica.name, 'x-warmroute-route', out.reason] : ['x-warmroute-route', out.reason]);
 
   function finish(ending: Ending) {
-    if (finished) return;
-    finished = true;
+    if (owner.ended) return;
     out.ending = ending;
     clock.ended = nowMs();
-    // The response object outlives the exchange a little; what it reaches through this closure
-    // should not.
-    abortUpstream = null;
-    if (admitted && replica) deps.admission.release(replica);
-    admitted = false;
     if (tap) {
       tap.end();
       out.usage = tap.usage;
       out.done = tap.done;
       out.responseId = tap.responseId;
+      out.firstToken = tap.firstToken;
     }
-    resolveDone(out);
+    owner.end(out);
   }
 
-  res.on('close', () => {
-    if (finished || res.writableFinished) return;
-    metrics.clientAborts.inc({ replica: replica?.name ?? 'none' });
-    abortUpstream?.(new ClientGone('client disconnected'));
-    finish('aborted');
-  });
+  owner.onClientGone(() => finish('aborted'));
 
   function fail(err: WarmrouteError) {
     out.error = err;
@@ -131,7 +132,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
   }
 
   function attempt(i: number): void {
-    if (finished) return;
+    if (owner.ended) return;
     const r = deps.byName(ranked[i].name);
     if (r === undefined) {
       // Left the fleet (DNS, config reload) since the request was routed: the next one.
@@ -148,13 +149,15 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
     } catch (e) {
       return shed(e as Shed, i);
     }
-    if (wait === null) return dispatch(r, i);
-    wait.then(
-      () => {
-        if (finished) { deps.admission.release(r); return; }
-        dispatch(r, i);
-      },
-      (e: Shed) => { if (!finished) shed(e, i); },
+    if (wait === null) {
+      owner.holdReplica(r);
+      return dispatch(r, i);
+    }
+    const w = wait;
+    owner.waiting(() => deps.admission.cancel(r, w));
+    w.then(
+      () => { owner.waiting(null); if (owner.holdReplica(r)) dispatch(r, i); },
+      (e: Shed) => { owner.waiting(null); if (!owner.ended) shed(e, i); },
     );
   }
 
@@ -168,31 +171,50 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
     fail(e.error);
   }
 
+  /**
+   * The client has read nothing for timeouts.clientStallMs while the replica waited on it: ended
+   * (the recorder counts it and warns), the upstream request aborted by the owner, the client cut.
+   */
+  function stalled() {
+    out.error = errors.clientStalled([stallMs]);
+    finish('stalled');
+    res.destroy();
+  }
+  const resumeRelay = () => {
+    owner.stall(stallMs, null);
+    const c = paused;
+    paused = null;
+    c?.resume();
+  };
+
   /** Writes to the client, pausing the replica while the client's socket is full. */
   function relay(controller: Dispatcher.DispatchController, bytes: Buffer | string) {
-    if (bytes.length > 0 && !res.write(bytes)) {
+    if (bytes.length > 0 && !res.write(bytes) && paused === null) {
       controller.pause();
-      res.once('drain', () => controller.resume());
+      paused = controller;
+      owner.stall(stallMs, stalled);
+      res.once('drain', resumeRelay);
     }
   }
 
   function dispatch(r: ReplicaState, i: number) {
-    admitted = true;
     if (clock.admitted === 0) clock.admitted = nowMs();
     clock.upstreamHeaders = 0;
     const isLast = i + 1 >= maxAttempts;
     let headersWritten = false;
     const markSent = () => { clock.sent = nowMs(); };
+    const headersMs = ex.streamed ? config.timeouts.headersMs : config.timeouts.unstreamedHeadersMs;
 
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(controller) {
-        if (finished) return controller.abort(new ClientGone('client disconnected'));
-        abortUpstream = (e) => controller.abort(e);
+        if (owner.ended) return controller.abort(new ClientGone('client disconnected'));
+        owner.upstream((e) => controller.abort(e));
         // undici writes the request right after this returns, in the same tick: the mark goes
         // after the write, so `connect` ends when the request is on a connected socket.
         queueMicrotask(markSent);
       },
       onResponseStart(controller, status, headers) {
+        // An informational answer (100 Continue, 103 Early Hints) precedes the real one: skipped.
         if (status < 200) return;
         clock.upstreamHeaders = nowMs();
         deps.health.observe(r, status >= 500 ? '5xx' : 'ok', status >= 500 ? `answered ${status}` : undefined);
@@ -215,17 +237,21 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
         if (ex.resumable && out.sse && status === 200) resumeLog = createResumeLog(config.resume.maxBytes);
       },
       onResponseData(controller, chunk) {
-        if (tap!.scan(chunk)) clock.firstToken = nowMs();
+        if (tap === null) return;
+        if (tap.scan(chunk)) clock.firstToken = nowMs();
         relay(controller, resumeLog === null ? chunk : resumeLog.accept(chunk));
       },
       onResponseEnd() {
+        owner.upstream(null);
+        if (tap === null) return;
         // The replica's last bytes, had it left its last event unterminated: held back till now.
         res.end(resumeLog?.rest());
         finish('complete');
       },
       onResponseError(_controller, err) {
-        if (err instanceof ClientGone || finished) { finish('aborted'); return; }
-        if (!headersWritten) return failedBeforeResponse(r, i, isLast, err);
+        owner.upstream(null);
+        if (err instanceof ClientGone || owner.ended) { finish('aborted'); return; }
+        if (!headersWritten) return failedBeforeResponse(r, i, isLast, err, headersMs);
         failedMidStream(r, i, err);
       },
     };
@@ -236,23 +262,23 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
       method: ex.method,
       headers: upstreamRequestHeaders(ex.req, r.apiKey, ex.stripAuthorization),
       body: ex.body,
-      headersTimeout: config.timeouts.headersMs,
+      headersTimeout: headersMs,
       bodyTimeout: config.timeouts.idleMs,
     }, handler);
   }
 
-  function failedBeforeResponse(r: ReplicaState, i: number, isLast: boolean, err: Error) {
+  function failedBeforeResponse(r: ReplicaState, i: number, isLast: boolean, err: Error, headersMs: number) {
     const { cause, retry, down } = failureOf(err);
     out.upstreamError = err.message;
     if (down) deps.health.observe(r, 'connect', err.message);
-    else if (cause === 'headers_timeout') deps.health.observe(r, 'timeout', err.message);
-    deps.admission.release(r);
-    admitted = false;
+    // A non-streamed generation that outlasts its bound is a long answer, not a sick replica.
+    else if (cause === 'headers_timeout' && ex.streamed) deps.health.observe(r, 'timeout', err.message);
+    owner.releaseReplica();
     if (retry && !isLast) {
       metrics.retries.inc({ replica: r.name, cause });
       return attempt(i + 1);
     }
-    if (cause === 'headers_timeout') return fail(errors.upstreamTimeout([r.name, config.timeouts.headersMs]));
+    if (cause === 'headers_timeout') return fail(errors.upstreamTimeout([r.name, headersMs]));
     if (isWarmrouteError(err)) return fail(err);
     fail(errors.upstreamUnavailable([r.name, cause === 'other' ? 'the request could not be sent' : cause.replaceAll('_', ' ')]));
   }
@@ -276,11 +302,14 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
    * resume.enabled: the stream broke off after its first byte. Once per request, the next-ranked
    * replica continues the partial answer, spliced into the same stream (stream/resume.ts).
    */
-  function resume(failed: ReplicaState, i: number, e: WarmrouteError) {
+  function resume(_failed: ReplicaState, i: number, e: WarmrouteError) {
     const partial = resumeLog!.partial();
     resumeLog = null;
-    deps.admission.release(failed);
-    admitted = false;
+    owner.releaseReplica();
+    // A stream that broke off while the client's socket was full: the continuation starts unpaused.
+    owner.stall(stallMs, null);
+    res.off('drain', resumeRelay);
+    paused = null;
     const next = i + 1 < ranked.length ? deps.byName(ranked[i + 1].name) : undefined;
     const why = typeof partial === 'string' ? partial : next === undefined ? 'no_replica' : null;
     if (why !== null) {
@@ -296,13 +325,12 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
       metrics.resumes.inc({ outcome: 'failed' });
       return interrupted(e);
     }
-    const go = () => continueOn(next!, continuationBody(ex.resumable!, text), id, e);
+    const go = () => { if (owner.holdReplica(next!)) continueOn(next!, continuationBody(ex.resumable!, text), id, e); };
     if (wait === null) return go();
-    wait.then(() => { if (finished) deps.admission.release(next!); else go(); }, () => { metrics.resumes.inc({ outcome: 'failed' }); interrupted(e); });
+    wait.then(go, () => { if (owner.ended) return; metrics.resumes.inc({ outcome: 'failed' }); interrupted(e); });
   }
 
   function continueOn(r: ReplicaState, body: string, originalId: string, original: WarmrouteError) {
-    admitted = true;
     replica = r;
     out.replica = r.name;
     out.attempts++;
@@ -321,8 +349,8 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
       bodyTimeout: config.timeouts.idleMs,
     }, {
       onRequestStart(controller) {
-        if (finished) return controller.abort(new ClientGone('client disconnected'));
-        abortUpstream = (err) => controller.abort(err);
+        if (owner.ended) return controller.abort(new ClientGone('client disconnected'));
+        owner.upstream((err) => controller.abort(err));
       },
       onResponseStart(controller, status, headers) {
         if (status < 200) return;
@@ -331,6 +359,7 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
         else ok = true;
       },
       onResponseData(controller, chunk) {
+        if (!ok) return;
         const text = splice.rewrite(chunk);
         if (text.length === 0) return;
         const bytes = Buffer.from(text);
@@ -338,12 +367,15 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
         relay(controller, bytes);
       },
       onResponseEnd() {
+        owner.upstream(null);
+        if (!ok) return;
         metrics.resumes.inc({ outcome: 'resumed' });
         res.end();
         finish('complete');
       },
       onResponseError(_controller, err) {
-        if (err instanceof ClientGone || finished) { finish('aborted'); return; }
+        owner.upstream(null);
+        if (err instanceof ClientGone || owner.ended) { finish('aborted'); return; }
         metrics.resumes.inc({ outcome: 'failed' });
         out.upstreamError = `${original.message}; the continuation on ${r.name} failed: ${ok ? 'mid-stream' : err.message}`;
         interrupted(original);
@@ -352,5 +384,4 @@ export function forward(ex: Exchange, deps: ForwardDeps): Promise<Outcome> {
   }
 
   attempt(0);
-  return done;
 }

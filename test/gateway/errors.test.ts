@@ -116,7 +116,7 @@ describe('bad input gets an OpenAI-style error and the gateway keeps serving', (
 describe('upstream failures map to 502/503/504 naming the replica', () => {
   it('no healthy replica → 503, a stalled replica → 504, a refused connection → 502', async () => {
     const a = await startFixture('a');
-    const g = await startGateway([a.url], { timeouts: { headersMs: 200 }, limits: { maxRetries: 0 }, outlier: { baseEjectionMs: 60_000 } });
+    const g = await startGateway([a.url], { timeouts: { headersMs: 200, unstreamedHeadersMs: 200 }, limits: { maxRetries: 0 }, outlier: { baseEjectionMs: 60_000 } });
     try {
       // undici checks header/body timeouts on a ~0.5 s tick, so the stall is well past it.
       const slow = await request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-fixture-gap-ms': '2000' }, body: chatBody({ stream: false }) });

@@ -18,4 +18,22 @@ describe('admission per replica', () => {
     admission.release(back);
     assert.equal(admission.acquire(back), null);
   });
+
+  it('a wait given up (its client left) frees its place in the queue, and a lowered limit holds while others wait', async () => {
+    const [r] = createRegistry([{ name: 'r0', url: 'http://127.0.0.1:1', weight: 1 }]).replicas;
+    const admission = createAdmission({ maxInflight: 2, maxQueued: 1, timeoutMs: 10_000 });
+    assert.equal(admission.acquire(r), null);
+    assert.equal(admission.acquire(r), null);
+    const left = admission.acquire(r)!;
+    assert.equal(admission.queuedOn('r0'), 1);
+    admission.cancel(r, left);
+    assert.equal(admission.queuedOn('r0'), 0);
+    const waiting = admission.acquire(r)!;
+    admission.setLimits({ maxInflight: 1, maxQueued: 1, timeoutMs: 10_000 });
+    admission.release(r);
+    assert.equal(admission.queuedOn('r0'), 1, 'two open under a new limit of 1: the first release lets nobody in');
+    admission.release(r);
+    await waiting;
+    assert.equal(r.inflight, 1);
+  });
 });

@@ -76,10 +76,11 @@ describe('sse tap', () => {
     }), { numRuns: 300 });
   });
 
-  it('a non-streaming body: the first byte is the first token, usage read at the end', () => {
+  it('a non-streaming body has no first token (its first byte follows the whole generation), usage read at the end', () => {
     const body = JSON.stringify({ choices: [{ message: { content: 'x' } }], usage: { prompt_tokens: 5, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 0 } } });
     const { tap, firstAt } = feed(body, [10, 50], false);
-    assert.equal(firstAt, 0);
+    assert.equal(firstAt, -1);
+    assert.equal(tap.firstToken, null);
     assert.deepEqual(tap.usage, { promptTokens: 5, completionTokens: 1, cachedTokens: 0 });
   });
 });
@@ -172,5 +173,30 @@ describe('sse tap: Responses API streams', () => {
     error.scan(Buffer.from('{"error":{"message":"x","id":"nope"}}'));
     error.end();
     assert.equal(error.responseId, null);
+  });
+});
+
+describe('sse tap: what the first token was (issue 17 #8)', () => {
+  const chunk = (delta: object) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }] })}\n\n`;
+  const role = chunk({ role: 'assistant', content: '' });
+  const cases: [string, string, string][] = [
+    ['reasoning_content', role + chunk({ reasoning_content: 'Hmm' }) + chunk({ content: 'Hi' }), 'reasoning'],
+    ['reasoning (vLLM\'s newer field)', role + chunk({ reasoning: 'Hmm' }) + chunk({ content: 'Hi' }), 'reasoning'],
+    ['a tool call', role + chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'f', arguments: '' } }] }), 'tool_call'],
+    ['content', role + chunk({ reasoning_content: '' }) + chunk({ content: 'Hi' }), 'content'],
+  ];
+  for (const [name, text, want] of cases) {
+    it(`${name} → ${want}, on the chunk that carries it`, () => {
+      const events = text.split('\n\n').filter(Boolean).map((e) => `${e}\n\n`);
+      const cuts = events.slice(0, -1).reduce<number[]>((acc, e) => [...acc, (acc.at(-1) ?? 0) + e.length], []);
+      const { tap, firstAt } = feed(text, cuts);
+      assert.equal(tap.firstToken, want);
+      assert.equal(firstAt, want === 'tool_call' ? 1 : name === 'content' ? 2 : 1);
+    });
+  }
+  it('a Responses API reasoning delta is a reasoning first token', () => {
+    const tap = createTap(true, true);
+    assert.equal(tap.scan(Buffer.from('event: response.reasoning_text.delta\ndata: {"delta":"Hmm","type":"response.reasoning_text.delta"}\n\n')), true);
+    assert.equal(tap.firstToken, 'reasoning');
   });
 });
