@@ -24,6 +24,7 @@ import { createRedisSessionStore } from './store/redis.js';
 import type { SessionStore } from './store/types.js';
 import { createLogger } from './telemetry/logger.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
+import { createSessionTagger } from './telemetry/session-tag.js';
 import { throttle } from './telemetry/throttle.js';
 import { createUpstreamAgent, tlsByOrigin } from './upstream/agent.js';
 import { FAILURE_CAUSES } from './upstream/failures.js';
@@ -66,7 +67,7 @@ export interface Gateway {
 
 /** Keys a reload cannot change in a running gateway: listeners, the session store, the strategy, bounds sized at start. */
 const FIXED_AT_START = [
-  'listen', 'admin', 'auth', 'redis', 'routing.strategy', 'routing.maxSessions', 'routing.sessionTtlMs',
+  'listen', 'admin', 'auth', 'redis', 'logging.sessionTagSecret', 'routing.strategy', 'routing.maxSessions', 'routing.sessionTtlMs',
   'routing.options.prefixMaxEntries', 'routing.options.prefixTtlMs', 'routing.options.prior',
   'routing.options.costForgetting', 'routing.options.trafficHalfLifeMs', 'responses', 'timeouts.connectMs',
   'handoff.maxTotalBytes', 'handoff.maxPromptBytes', 'warmup.maxBytes',
@@ -137,7 +138,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     keyring, globalLimit,
     agent, admission, health, metrics, config, registry, router, log,
     byName: registry.byName,
-    recorder: createRecorder({ metrics, log, router }),
+    recorder: createRecorder({ metrics, log, router, sessionTag: createSessionTagger(config.logging.sessionTagSecret) }),
     identity: identityOptionsOf(config),
     draining: isDraining,
     track(p: Promise<unknown>) {
@@ -178,6 +179,9 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains: fleet.drains });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
+  if (config.logging.sessionTagSecret === null) {
+    log.warn({ setting: 'logging.sessionTagSecret' }, 'no session tag secret configured (WARMROUTE_SESSION_TAG_SECRET): one was drawn at start, so session tags in logs correlate within this process only; give every gateway the same secret');
+  }
 
   const urlOf = (a: AddressInfo) => {
     const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;

@@ -293,6 +293,12 @@ export const ConfigSchema = Type.Object({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
     /** Debug only: include prompt text in debug logs. Never on in production. */
     logPrompts: Type.Boolean({ default: false }),
+    /**
+     * Key of the session tags in logs (HMAC of the session key): give every gateway of a deployment
+     * the same one so their tags correlate. null: drawn at start (tags correlate within one
+     * process only). Also WARMROUTE_SESSION_TAG_SECRET.
+     */
+    sessionTagSecret: Type.Union([Type.String({ minLength: 16 }), Type.Null()], { default: null }),
   }),
   /**
    * Mid-stream resume (off by default): when a replica dies after streaming part of a plain-text

@@ -7,7 +7,6 @@ import type { Registry } from '../fleet/registry.js';
 import { identify, identityWithoutBody, validateBody, type IdentityOptions, type RequestIdentity, type RequestKind } from '../identify/identity.js';
 import type { Limiter, Shed } from '../queue/limiter.js';
 import type { Ended, Recorder } from '../record/record.js';
-import { sessionTag } from '../record/record.js';
 import type { Decision, Router } from '../routing/types.js';
 import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
 import { forward, type ForwardDeps, type Outcome } from '../upstream/forward.js';
@@ -195,7 +194,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             identity = identify(json, parsed, req.headers, deps.identity);
             // Kept for mid-stream resume only (opt-in): a streamed chat completion.
             if (config.resume.enabled && json === 'chat' && parsed.stream === true) resumable = parsed;
-            if (config.logging.logPrompts) log.debug({ session: sessionTag(identity.sessionKey), body: parsed }, 'request body');
+            if (config.logging.logPrompts) log.debug({ session: recorder.sessionTag(identity.sessionKey), body: parsed }, 'request body');
           }
           x.clock.parsed = nowMs();
           routeAndForward(x, target.path + target.search, identity, body, resumable);
