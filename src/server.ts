@@ -27,7 +27,7 @@ import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import { createSessionTagger } from './telemetry/session-tag.js';
 import { throttle } from './telemetry/throttle.js';
 import { createUpstreamAgent, tlsByOrigin } from './upstream/agent.js';
-import { FAILURE_CAUSES } from './upstream/failures.js';
+import { zeroKnownSeries } from './known-series.js';
 
 export interface GatewayDeps {
   log?: Logger;
@@ -96,6 +96,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const metrics = createMetrics({ defaultMetrics: deps.defaultMetrics });
   for (const reason of ROUTE_REASONS) metrics.decisions.inc({ reason }, 0);
   for (const result of ['applied', 'rejected']) metrics.configReloads.inc({ result }, 0);
+  const known = zeroKnownSeries(metrics);
   const registry = createRegistry(config.upstreams);
   const store = deps.store ?? (config.redis.url
     ? createRedisSessionStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
@@ -160,10 +161,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       // Every replica's failure series exist from its first scrape at 0, so rate() sees a first burst.
       if (!zeroed.has(r.name)) {
         zeroed.add(r.name);
-        for (const cause of FAILURE_CAUSES) {
-          metrics.retries.inc({ replica: r.name, cause }, 0);
-          metrics.streamErrors.inc({ replica: r.name, cause }, 0);
-        }
+        known.replica(r.name);
       }
       metrics.sessionsPinned.set({ replica: r.name }, pins.get(r.name) ?? 0);
       metrics.inflight.set({ replica: r.name }, r.inflight);

@@ -33,10 +33,10 @@ export interface RedisSessionStore extends SessionStore {
   ready(): Promise<void>;
 }
 
-const OPS = ['connect', 'subscribe', 'pin', 'refresh', 'unpin', 'lookup', 'resync'] as const;
-const EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost'] as const;
-type Op = (typeof OPS)[number];
-type Event = (typeof EVENTS)[number];
+export const STORE_OPS = ['connect', 'subscribe', 'pin', 'refresh', 'unpin', 'lookup', 'resync'] as const;
+export const STORE_EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost'] as const;
+type Op = (typeof STORE_OPS)[number];
+type Event = (typeof STORE_EVENTS)[number];
 type Conn = 'main' | 'sub';
 
 /** `a|b|rest`: the first n fields split on '|', the rest (a session key may hold '|') kept whole. */
@@ -129,8 +129,8 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
   metrics.storeUp.set({ store }, 0);
 
   // Every series exists from the start, so rate() alerts work before the first error.
-  for (const op of OPS) metrics.storeErrors.inc({ store, op }, 0);
-  for (const event of EVENTS) metrics.storeEvents.inc({ store, event }, 0);
+  for (const op of STORE_OPS) metrics.storeErrors.inc({ store, op }, 0);
+  for (const event of STORE_EVENTS) metrics.storeEvents.inc({ store, event }, 0);
 
   let closed = false;
   let connected = false;
