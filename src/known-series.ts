@@ -1,4 +1,5 @@
 import type { ShedCause } from './queue/limiter.js';
+import { API_KEYS_FILE_REJECTIONS } from './edge/api-keys.js';
 import { EJECTION_CAUSES } from './fleet/outlier.js';
 import type { ColdReason } from './fleet/health.js';
 import { STORE_EVENTS, STORE_OPS } from './store/redis.js';
@@ -17,6 +18,7 @@ export function zeroKnownSeries(metrics: Metrics) {
   for (const where of ['global', 'replica']) for (const cause of SHED_CAUSES) metrics.shed.inc({ reason: `${where}_${cause}` }, 0);
   metrics.shed.inc({ reason: 'key_limit' }, 0);
   for (const reason of ['missing', 'invalid']) metrics.authFailures.inc({ reason }, 0);
+  for (const reason of API_KEYS_FILE_REJECTIONS) metrics.apiKeysFileRejected.inc({ reason }, 0);
   for (const cause of EJECTION_CAUSES) metrics.ejectionsSkipped.inc({ cause }, 0);
   for (const where of ['tools', 'system', 'history']) metrics.prefixDrift.inc({ where }, 0);
   for (const outcome of ['resumed', 'failed']) metrics.resumes.inc({ outcome }, 0);

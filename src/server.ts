@@ -132,7 +132,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const isDraining = () => draining;
   const open = new Set<Promise<unknown>>();
 
-  const keyring = createKeyring({ keys: config.auth.apiKeys, file: config.auth.apiKeysFile, log });
+  const keyring = createKeyring({ keys: config.auth.apiKeys, file: config.auth.apiKeysFile, log, metrics });
   const globalLimit = createLimiter(globalLimitOf(config));
   // Read per request: a reload replaces `config` and `identity` here.
   const pipeline = {

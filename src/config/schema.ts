@@ -163,7 +163,11 @@ export const ConfigSchema = Type.Object({
   auth: Section({
     /** Keys as SHA-256 hashes (hex), each with an optional name (logs, metrics) and concurrency limit. */
     apiKeys: Type.Array(ApiKeySchema, { default: [] }),
-    /** A YAML or JSON file holding a list of the same entries; read at start and whenever it changes. */
+    /**
+     * A YAML or JSON file holding a list of the same entries; read at start and whenever it
+     * changes, once settled (edge/api-keys.ts). A read listing no key while the file held some
+     * keeps the keys in force.
+     */
     apiKeysFile: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
   }),
   upstreams: Type.Array(UpstreamSchema, { minItems: 1 }),
