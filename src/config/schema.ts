@@ -171,6 +171,15 @@ export const ConfigSchema = Type.Object({
     apiKeysFile: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
   }),
   upstreams: Type.Array(UpstreamSchema, { minItems: 1 }),
+  /** The data plane's route table (edge/routes.ts). */
+  routes: Section({
+    /**
+     * More /v1/* paths forwarded as they are, besides the chat, completions, responses and models
+     * routes and the built-in list (embeddings, audio transcriptions/translations, score, rerank):
+     * exact paths, or prefixes ending in `/*`. Any other path is a 404.
+     */
+    extraPaths: Type.Array(Type.String({ pattern: '^/v1/[A-Za-z0-9._~/-]*\\*?$' }), { default: [] }),
+  }),
   routing: Section({
     strategy: Type.Union(STRATEGY_NAMES.map((s) => Type.Literal(s)), { default: 'affinity' }),
     /**

@@ -163,7 +163,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
       const target = requestTarget(req.url);
       x.path = target.path;
       const method = req.method ?? 'GET';
-      const route = routeOf(target.path, method);
+      const route = routeOf(target.path, method, config.routes.extraPaths);
       authorize(x);
       if (route === null) throw errors.notFound([method, target.path]);
       if (route.kind === null) throw errors.methodNotAllowed([method, route.allowed.join(', ')], null, undefined, ['allow', route.allowed.join(', ')]);
