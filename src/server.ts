@@ -115,12 +115,15 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     metrics.stateLost.inc({ reason });
     const suppressed = lostWarning();
     if (suppressed === null) return;
-    log.warn({ reason, replica, action: reason === 'unknown' ? 'routed as usual' : rc.onLostState, suppressed },
+    const asUsual = reason === 'unknown' || reason === 'unconfirmed';
+    log.warn({ reason, replica, action: asUsual ? 'routed as usual' : rc.onLostState, suppressed },
       reason === 'unknown'
-        ? 'stored response unknown to this gateway: routed as usual, the replica may not hold it'
-        : 'stored response lost with its replica');
+        ? 'stored response unknown to this gateway and the shared store: routed as usual, the replica may not hold it'
+        : reason === 'unconfirmed'
+          ? 'stored response not in this gateway\'s view and the shared store did not answer in time (responses.fetchMs): routed as usual'
+          : 'stored response lost with its replica');
   };
-  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost } });
+  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost, fetchMs: rc.fetchMs } });
   // Read when a replica's connection pool is made, on its first request: a reload adds to it.
   const tls = tlsByOrigin(config.upstreams);
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tls });

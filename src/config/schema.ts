@@ -141,6 +141,12 @@ export const ResponsesSchema = Section({
    * agent may come back to a conversation long after a voice session would: longer than pins.
    */
   recordTtlMs: Ms(3_600_000),
+  /**
+   * With Redis: a follow-up whose record this gateway lacks (restarted, scaled up, past its local
+   * bound) waits at most this long for the shared store before routing; only a record that is in
+   * neither is `unknown`. The local case does not wait at all.
+   */
+  fetchMs: Ms(250),
 });
 
 export const STRATEGY_NAMES = ['affinity', 'round-robin', 'least-loaded', 'session-hash'] as const;

@@ -100,6 +100,13 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
 
   /** Route, then the gateway-wide limit (the wait is the queue hop), then forward. */
   function routeAndForward(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null, resumable: Record<string, unknown> | undefined) {
+    // A stored response with no local record: the shared store is read first (bounded, counted).
+    const fetching = router.prefetch?.(identity) ?? null;
+    if (fetching !== null) return void fetching.then(() => routeNow(x, target, identity, body, resumable)).catch((e: unknown) => refuse(x, identity, e));
+    routeNow(x, target, identity, body, resumable);
+  }
+
+  function routeNow(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null, resumable: Record<string, unknown> | undefined) {
     const decision = router.route({ identity, replicas: registry.views });
     x.clock.routed = nowMs();
     if (decision.drift) recorder.drift(identity, decision.drift);

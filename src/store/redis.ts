@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.js';
 import { createMemorySessionStore } from './memory.js';
 import { redisTarget } from './redis-connect.js';
-import type { SessionStore } from './types.js';
+import type { Fetched, SessionStore } from './types.js';
 
 /** Which of the gateway's two stores (a metric label). */
 export type StoreName = 'sessions' | 'responses';
@@ -385,6 +385,32 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
       // Unmoved: keep the Redis key alive, at most once per quarter TTL — on the first turn in each
       // quarter since the move, which needs no per-key state beyond the pin itself.
       if (Math.floor((t - prev.since) / refreshEvery) !== Math.floor((prev.lastSeen - prev.since) / refreshEvery)) refresh(key);
+    },
+    async fetch(key, timeoutMs): Promise<Fetched> {
+      const have = local.get(key, now());
+      if (have !== null) return { info: have, confirmed: true };
+      if (main.status !== 'ready') {
+        failed('main', 'fetch', `connection ${main.status}`);
+        return { info: null, confirmed: false };
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const read = main.get(redisKey(key)).then((v) => ({ v }), (e: unknown) => ({ e }));
+      const out = await Promise.race([read, new Promise<{ e: string }>((r) => { timer = setTimeout(() => r({ e: `no answer within ${timeoutMs} ms` }), timeoutMs); })]);
+      clearTimeout(timer);
+      if ('e' in out) {
+        failed('main', 'fetch', out.e);
+        return { info: null, confirmed: false };
+      }
+      recovered('main');
+      const f = out.v === null ? null : splitN(out.v, 2);
+      if (f === null) {
+        count('fetch_missed');
+        return { info: null, confirmed: true };
+      }
+      // A record this gateway wrote meanwhile is newer than the one read.
+      if (local.get(key, now()) === null) apply(key, f[0], f[1], f[2]);
+      count('fetched');
+      return { info: local.get(key, now()), confirmed: true };
     },
     unpin(key) {
       const had = local.unpin(key);
