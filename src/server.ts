@@ -21,6 +21,7 @@ import { createRouter } from './routing/router.js';
 import { ROUTE_REASONS, STATE_LOST_REASONS, type Router, type StateLostReason } from './routing/types.js';
 import { createMemorySessionStore } from './store/memory.js';
 import { createRedisSessionStore } from './store/redis.js';
+import { createSharedDrains } from './store/redis-drains.js';
 import type { SessionStore } from './store/types.js';
 import { createLogger } from './telemetry/logger.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
@@ -177,7 +178,17 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     metrics.prefixEntries.set(st.prefixEntries);
     metrics.responseRecords.set(st.responseRecords);
   };
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains: fleet.drains });
+  // With Redis, a drain by hand through any gateway reaches every gateway (the one it reached
+  // hands the sessions off; the others stop placing there).
+  const shared = config.redis.url === null ? null : createSharedDrains({
+    url: config.redis.url, keyPrefix: config.redis.keyPrefix, metrics, log,
+    apply: (name, d) => { if (d) fleet.drains.drain(name, 'shared', false); else fleet.drains.undrain(name); },
+  });
+  const drains = shared === null ? fleet.drains : {
+    drain(name: string) { const ok = fleet.drains.drain(name); if (ok) shared.set(name, true); return ok; },
+    undrain(name: string) { const ok = fleet.drains.undrain(name); if (ok) shared.set(name, false); return ok; },
+  };
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
   if (config.logging.sessionTagSecret === null) {
@@ -246,7 +257,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       await closed;
       await admin.close();
       await agent.close().catch(() => agent.destroy());
-      await Promise.all([store.close(), responseStore.close()]);
+      await Promise.all([store.close(), responseStore.close(), shared?.close()]);
       keyring.close();
       log.info('closed');
     },

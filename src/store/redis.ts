@@ -33,7 +33,7 @@ export interface RedisSessionStore extends SessionStore {
   ready(): Promise<void>;
 }
 
-export const STORE_OPS = ['connect', 'subscribe', 'pin', 'refresh', 'unpin', 'lookup', 'resync', 'gap_resync', 'fetch'] as const;
+export const STORE_OPS = ['connect', 'subscribe', 'pin', 'refresh', 'unpin', 'lookup', 'resync', 'gap_resync', 'fetch', 'drain'] as const;
 export const STORE_EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost', 'refresh_moved', 'gap_resyncs', 'gap_corrected', 'fetched', 'fetch_missed'] as const;
 type Op = (typeof STORE_OPS)[number];
 type Event = (typeof STORE_EVENTS)[number];
