@@ -37,8 +37,10 @@ describe('keyless /v1/completions links: memory', () => {
   it('a link kept from a 9K-token prompt costs its own bytes, not the whole prompt\'s hex (< 200 B)', () => {
     const kept = new Map<string, number>();
     const base = prose(1, 9000);
+    // Once before measuring: the kernel's memory grows to the prompt's size on its first use.
+    completionChain({ model: 'm', prompt: base }, DEFAULT_IDENTITY_OPTIONS);
     const before = retained();
-    const prompts = 2000;
+    const prompts = 10_000;
     for (let s = 0; s < prompts; s++) {
       // A fresh session head, so every prompt has its own links from the first block on.
       const chain = completionChain({ model: 'm', prompt: `session ${s}: ${base}` }, DEFAULT_IDENTITY_OPTIONS);
