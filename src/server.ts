@@ -22,12 +22,14 @@ import { createRouter } from './routing/router.js';
 import { ROUTE_REASONS, STATE_LOST_REASONS, type Router, type StateLostReason } from './routing/types.js';
 import { createMemorySessionStore } from './store/memory.js';
 import { createRedisSessionStore } from './store/redis.js';
+import { createSharedDrains } from './store/redis-drains.js';
 import type { SessionStore } from './store/types.js';
 import { createLogger } from './telemetry/logger.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
+import { createSessionTagger } from './telemetry/session-tag.js';
 import { throttle } from './telemetry/throttle.js';
 import { createUpstreamAgent, tlsByOrigin } from './upstream/agent.js';
-import { FAILURE_CAUSES } from './upstream/failures.js';
+import { zeroKnownSeries } from './known-series.js';
 
 export interface GatewayDeps {
   log?: Logger;
@@ -67,7 +69,7 @@ export interface Gateway {
 
 /** Keys a reload cannot change in a running gateway: listeners, the session store, the strategy, bounds sized at start. */
 const FIXED_AT_START = [
-  'listen', 'admin', 'auth', 'redis', 'routing.strategy', 'routing.maxSessions', 'routing.sessionTtlMs',
+  'listen', 'admin', 'auth', 'redis', 'logging.sessionTagSecret', 'routing.strategy', 'routing.maxSessions', 'routing.sessionTtlMs',
   'routing.options.prefixMaxEntries', 'routing.options.prefixTtlMs', 'routing.options.prior',
   'routing.options.costForgetting', 'routing.options.trafficHalfLifeMs', 'responses', 'timeouts.connectMs',
   'handoff.maxTotalBytes', 'handoff.maxPromptBytes', 'warmup.maxBytes',
@@ -96,6 +98,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const metrics = createMetrics({ defaultMetrics: deps.defaultMetrics });
   for (const reason of ROUTE_REASONS) metrics.decisions.inc({ reason }, 0);
   for (const result of ['applied', 'rejected']) metrics.configReloads.inc({ result }, 0);
+  const known = zeroKnownSeries(metrics);
   const registry = createRegistry(config.upstreams);
   const store = deps.store ?? (config.redis.url
     ? createRedisSessionStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
@@ -114,12 +117,15 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     metrics.stateLost.inc({ reason });
     const suppressed = lostWarning();
     if (suppressed === null) return;
-    log.warn({ reason, replica, action: reason === 'unknown' ? 'routed as usual' : rc.onLostState, suppressed },
+    const asUsual = reason === 'unknown' || reason === 'unconfirmed';
+    log.warn({ reason, replica, action: asUsual ? 'routed as usual' : rc.onLostState, suppressed },
       reason === 'unknown'
-        ? 'stored response unknown to this gateway: routed as usual, the replica may not hold it'
-        : 'stored response lost with its replica');
+        ? 'stored response unknown to this gateway and the shared store: routed as usual, the replica may not hold it'
+        : reason === 'unconfirmed'
+          ? 'stored response not in this gateway\'s view and the shared store did not answer in time (responses.fetchMs): routed as usual'
+          : 'stored response lost with its replica');
   };
-  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost } });
+  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost, fetchMs: rc.fetchMs } });
   // Read when a replica's connection pool is made, on its first request: a reload adds to it.
   const tls = tlsByOrigin(config.upstreams);
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tls });
@@ -131,14 +137,14 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const isDraining = () => draining;
   const open = new Set<Promise<unknown>>();
 
-  const keyring = createKeyring({ keys: config.auth.apiKeys, file: config.auth.apiKeysFile, log });
+  const keyring = createKeyring({ keys: config.auth.apiKeys, file: config.auth.apiKeysFile, log, metrics });
   const globalLimit = createLimiter(globalLimitOf(config));
   // Read per request: a reload replaces `config` and `identity` here.
   const pipeline = {
     keyring, globalLimit,
     agent, admission, health, metrics, config, registry, router, log,
     byName: registry.byName,
-    recorder: createRecorder({ metrics, log, router }),
+    recorder: createRecorder({ metrics, log, router, sessionTag: createSessionTagger(config.logging.sessionTagSecret) }),
     identity: identityOptionsOf(config),
     draining: isDraining,
     track(p: Promise<unknown>) {
@@ -160,10 +166,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       // Every replica's failure series exist from its first scrape at 0, so rate() sees a first burst.
       if (!zeroed.has(r.name)) {
         zeroed.add(r.name);
-        for (const cause of FAILURE_CAUSES) {
-          metrics.retries.inc({ replica: r.name, cause }, 0);
-          metrics.streamErrors.inc({ replica: r.name, cause }, 0);
-        }
+        known.replica(r.name);
       }
       metrics.sessionsPinned.set({ replica: r.name }, pins.get(r.name) ?? 0);
       metrics.inflight.set({ replica: r.name }, r.inflight);
@@ -176,9 +179,22 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     metrics.prefixEntries.set(st.prefixEntries);
     metrics.responseRecords.set(st.responseRecords);
   };
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains: fleet.drains });
+  // With Redis, a drain by hand through any gateway reaches every gateway (the one it reached
+  // hands the sessions off; the others stop placing there).
+  const shared = config.redis.url === null ? null : createSharedDrains({
+    url: config.redis.url, keyPrefix: config.redis.keyPrefix, metrics, log,
+    apply: (name, d) => { if (d) fleet.drains.drain(name, 'shared', false); else fleet.drains.undrain(name); },
+  });
+  const drains = shared === null ? fleet.drains : {
+    drain(name: string) { const ok = fleet.drains.drain(name); if (ok) shared.set(name, true); return ok; },
+    undrain(name: string) { const ok = fleet.drains.undrain(name); if (ok) shared.set(name, false); return ok; },
+  };
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
+  if (config.logging.sessionTagSecret === null) {
+    log.warn({ setting: 'logging.sessionTagSecret' }, 'no session tag secret configured (WARMROUTE_SESSION_TAG_SECRET): one was drawn at start, so session tags in logs correlate within this process only; give every gateway the same secret');
+  }
 
   const urlOf = (a: AddressInfo) => {
     const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
@@ -245,7 +261,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       await closed;
       await admin.close();
       await agent.close().catch(() => agent.destroy());
-      await Promise.all([store.close(), responseStore.close()]);
+      await Promise.all([store.close(), responseStore.close(), shared?.close()]);
       keyring.close();
       log.info('closed');
     },

@@ -23,6 +23,16 @@ export interface AdminDeps {
 
 const OPEN_PATHS = new Set(['/metrics', '/healthz', '/readyz']);
 
+/**
+ * Whether the TCP peer is this host (127.0.0.0/8, ::1, or IPv4-mapped loopback). The socket's own
+ * address only: X-Forwarded-For and the like are whatever the client wrote.
+ */
+export function isLoopback(address: string | undefined): boolean {
+  if (address === undefined) return false;
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return v4.startsWith('127.') || address === '::1';
+}
+
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
 /** Whether an Authorization header carries the token; compared in constant time (as digests of equal length). */
@@ -52,15 +62,19 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
   const app = Fastify({ logger: false });
   // /metrics, /healthz and /readyz stay open for probes and scrapers; everything else — /admin/*
   // inspection and every mutation, and any spelling of a path that is not exactly one of those
-  // three — needs the token once one is configured.
-  if (deps.token) {
-    const want = digest(deps.token);
-    app.addHook('onRequest', (req, reply, done) => {
-      const q = req.url.indexOf('?');
-      if (OPEN_PATHS.has(q < 0 ? req.url : req.url.slice(0, q)) || bearerMatches(req.headers.authorization, want)) return done();
-      void sendError(reply, errors.adminTokenRequired([], null, undefined, ['www-authenticate', 'Bearer']));
-    });
-  }
+  // three — needs the token once one is configured, and without one answers loopback clients only
+  // (the admin port listens on every interface by default: a drain from anywhere must not be).
+  const want = deps.token ? digest(deps.token) : null;
+  app.addHook('onRequest', (req, reply, done) => {
+    const q = req.url.indexOf('?');
+    if (OPEN_PATHS.has(q < 0 ? req.url : req.url.slice(0, q))) return done();
+    if (want === null) {
+      if (isLoopback(req.socket.remoteAddress)) return done();
+      return void sendError(reply, errors.adminLoopbackOnly());
+    }
+    if (bearerMatches(req.headers.authorization, want)) return done();
+    void sendError(reply, errors.adminTokenRequired([], null, undefined, ['www-authenticate', 'Bearer']));
+  });
 
   app.get('/metrics', async (_req, reply) => {
     deps.beforeScrape?.();

@@ -22,6 +22,8 @@ export interface ServeFlags {
   logLevel?: string;
   /** Environment only (WARMROUTE_ADMIN_TOKEN): a secret does not belong on a command line. */
   adminToken?: string;
+  /** Environment only (WARMROUTE_SESSION_TAG_SECRET), like the admin token. */
+  sessionTagSecret?: string;
 }
 
 const ENV: Record<keyof ServeFlags, string> = {
@@ -35,6 +37,7 @@ const ENV: Record<keyof ServeFlags, string> = {
   redis: 'WARMROUTE_REDIS',
   logLevel: 'WARMROUTE_LOG_LEVEL',
   adminToken: 'WARMROUTE_ADMIN_TOKEN',
+  sessionTagSecret: 'WARMROUTE_SESSION_TAG_SECRET',
 };
 
 /** Flags from the environment: WARMROUTE_UPSTREAM holds a comma- or space-separated list. */
@@ -72,6 +75,7 @@ function applyFlags(raw: Raw, f: ServeFlags): void {
   if (f.redis !== undefined) setPath(raw, ['redis', 'url'], f.redis);
   if (f.logLevel !== undefined) setPath(raw, ['logging', 'level'], f.logLevel);
   if (f.adminToken !== undefined) setPath(raw, ['admin', 'token'], f.adminToken);
+  if (f.sessionTagSecret !== undefined) setPath(raw, ['logging', 'sessionTagSecret'], f.sessionTagSecret);
 }
 
 function readFile(path: string): Raw {

@@ -141,6 +141,12 @@ export const ResponsesSchema = Section({
    * agent may come back to a conversation long after a voice session would: longer than pins.
    */
   recordTtlMs: Ms(3_600_000),
+  /**
+   * With Redis: a follow-up whose record this gateway lacks (restarted, scaled up, past its local
+   * bound) waits at most this long for the shared store before routing; only a record that is in
+   * neither is `unknown`. The local case does not wait at all.
+   */
+  fetchMs: Ms(250),
 });
 
 export const STRATEGY_NAMES = ['affinity', 'round-robin', 'least-loaded', 'session-hash'] as const;
@@ -163,10 +169,23 @@ export const ConfigSchema = Type.Object({
   auth: Section({
     /** Keys as SHA-256 hashes (hex), each with an optional name (logs, metrics) and concurrency limit. */
     apiKeys: Type.Array(ApiKeySchema, { default: [] }),
-    /** A YAML or JSON file holding a list of the same entries; read at start and whenever it changes. */
+    /**
+     * A YAML or JSON file holding a list of the same entries; read at start and whenever it
+     * changes, once settled (edge/api-keys.ts). A read listing no key while the file held some
+     * keeps the keys in force.
+     */
     apiKeysFile: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
   }),
   upstreams: Type.Array(UpstreamSchema, { minItems: 1 }),
+  /** The data plane's route table (edge/routes.ts). */
+  routes: Section({
+    /**
+     * More /v1/* paths forwarded as they are, besides the chat, completions, responses and models
+     * routes and the built-in list (embeddings, audio transcriptions/translations, score, rerank):
+     * exact paths, or prefixes ending in `/*`. Any other path is a 404.
+     */
+    extraPaths: Type.Array(Type.String({ pattern: '^/v1/[A-Za-z0-9._~/-]*\\*?$' }), { default: [] }),
+  }),
   routing: Section({
     strategy: Type.Union(STRATEGY_NAMES.map((s) => Type.Literal(s)), { default: 'affinity' }),
     /**
@@ -300,6 +319,12 @@ export const ConfigSchema = Type.Object({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
     /** Debug only: include prompt text in debug logs. Never on in production. */
     logPrompts: Type.Boolean({ default: false }),
+    /**
+     * Key of the session tags in logs (HMAC of the session key): give every gateway of a deployment
+     * the same one so their tags correlate. null: drawn at start (tags correlate within one
+     * process only). Also WARMROUTE_SESSION_TAG_SECRET.
+     */
+    sessionTagSecret: Type.Union([Type.String({ minLength: 16 }), Type.Null()], { default: null }),
   }),
   /**
    * Mid-stream resume (off by default): when a replica dies after streaming part of a plain-text

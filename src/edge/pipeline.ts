@@ -7,7 +7,6 @@ import type { Registry } from '../fleet/registry.js';
 import { identify, identityWithoutBody, validateBody, type IdentityOptions, type RequestIdentity, type RequestKind } from '../identify/identity.js';
 import { Shed, type Limiter } from '../queue/limiter.js';
 import type { Ended, Recorder } from '../record/record.js';
-import { sessionTag } from '../record/record.js';
 import type { Decision, Router } from '../routing/types.js';
 import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
 import { createExchangeOwner, type ExchangeOwner } from '../upstream/exchange.js';
@@ -108,6 +107,15 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
 
   /** Route, then the gateway-wide limit (the wait is the queue hop), then forward. */
   function routeAndForward(x: InFlight, target: string, body: Buffer | null, resumable: Record<string, unknown> | undefined, streamed: boolean) {
+    // A stored response with no local record: the shared store is read first (bounded, counted).
+    const fetching = router.prefetch?.(x.identity!) ?? null;
+    if (fetching !== null) return void fetching.then(() => routeNow(x, target, body, resumable, streamed)).catch((e: unknown) => refuse(x, e));
+    routeNow(x, target, body, resumable, streamed);
+  }
+
+  function routeNow(x: InFlight, target: string, body: Buffer | null, resumable: Record<string, unknown> | undefined, streamed: boolean) {
+    // The client may have gone during the read: its owner has ended the exchange already.
+    if (x.owner.ended) return;
     const identity = x.identity!;
     const decision = router.route({ identity, replicas: registry.views });
     x.clock.routed = nowMs();
@@ -175,7 +183,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
       const target = requestTarget(req.url);
       x.path = target.path;
       const method = req.method ?? 'GET';
-      const route = routeOf(target.path, method);
+      const route = routeOf(target.path, method, config.routes.extraPaths);
       authorize(x);
       if (route === null) throw errors.notFound([method, target.path]);
       if (route.kind === null) throw errors.methodNotAllowed([method, route.allowed.join(', ')], null, undefined, ['allow', route.allowed.join(', ')]);
@@ -210,7 +218,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             streamed = json === 'other' || parsed.stream === true;
             // Kept for mid-stream resume only (opt-in): a streamed chat completion.
             if (config.resume.enabled && json === 'chat' && streamed) resumable = parsed;
-            if (config.logging.logPrompts) log.debug({ session: sessionTag(x.identity.sessionKey), body: parsed }, 'request body');
+            if (config.logging.logPrompts) log.debug({ session: recorder.sessionTag(x.identity.sessionKey), body: parsed }, 'request body');
           }
           clock.parsed = nowMs();
           routeAndForward(x, target.path + target.search, body, resumable, streamed);

@@ -7,7 +7,7 @@ export type RouteKind =
   /** Answered by the gateway itself. */
   | { readonly models: true }
   /**
-   * Forwarded to a routed replica as is (embeddings, tokenize, ...). `responseId`: the path names a
+   * Forwarded to a routed replica as is (embeddings, audio, score, rerank: FORWARDED_PATHS). `responseId`: the path names a
    * stored response (/v1/responses/{id}[/cancel|/input_items]), held by one replica only.
    */
   | { readonly passthrough: true; readonly responseId?: string };
@@ -23,17 +23,39 @@ const ROUTES: ReadonlyMap<string, Entry> = new Map<string, Entry>([
 
 const PASSTHROUGH: RouteKind = { passthrough: true };
 
+/**
+ * The other /v1/* routes vLLM's OpenAI-compatible server serves to clients, forwarded as they are.
+ * Anything else under /v1/ is a 404 here, not a passthrough: vLLM also mounts operator routes
+ * there (`/v1/load_lora_adapter`, `/v1/unload_lora_adapter`) that no client of the gateway should
+ * reach. `routes.extraPaths` in the config adds to this list.
+ */
+export const FORWARDED_PATHS: readonly string[] = [
+  '/v1/embeddings',
+  '/v1/audio/transcriptions',
+  '/v1/audio/translations',
+  '/v1/score',
+  '/v1/rerank',
+];
+
+function forwarded(path: string, extra: readonly string[]): boolean {
+  if (FORWARDED_PATHS.includes(path)) return true;
+  for (const p of extra) if (p.endsWith('/*') ? path.startsWith(p.slice(0, -1)) : path === p) return true;
+  return false;
+}
+
 /** A stored response and what can be asked of it (OpenAI's retrieve, delete, cancel, input items). */
 const STORED_RESPONSE = /^\/v1\/responses\/([^/]+)(?:\/(?:cancel|input_items))?$/;
 
 /**
- * The route of a normalised path: its own entry, else any other /v1/ path is forwarded. null:
- * not a path the gateway serves. `allowed` lists the methods when this one is not among them.
+ * The route of a normalised path: its own entry, a stored response, or a path forwarded as is
+ * (FORWARDED_PATHS and `extraPaths`: exact, or a prefix ending in `/*`). null: not a path the
+ * gateway serves. `allowed` lists the methods when this one is not among them.
  */
-export function routeOf(path: string, method: string): { kind: RouteKind; allowed: null } | { kind: null; allowed: readonly string[] } | null {
+export function routeOf(path: string, method: string, extraPaths: readonly string[] = []): { kind: RouteKind; allowed: null } | { kind: null; allowed: readonly string[] } | null {
   const e = ROUTES.get(path);
   if (e !== undefined) return e.methods.includes(method) ? { kind: e.kind, allowed: null } : { kind: null, allowed: e.methods };
   if (!path.startsWith('/v1/')) return null;
   const stored = path.startsWith('/v1/responses/') ? STORED_RESPONSE.exec(path) : null;
-  return { kind: stored === null ? PASSTHROUGH : { passthrough: true, responseId: stored[1] }, allowed: null };
+  if (stored !== null) return { kind: { passthrough: true, responseId: stored[1] }, allowed: null };
+  return forwarded(path, extraPaths) ? { kind: PASSTHROUGH, allowed: null } : null;
 }

@@ -17,8 +17,11 @@ export interface HandoffOptions {
 export type HandoffOutcome = 'warmed' | 'cold' | 'failed' | 'no_target';
 
 export interface Drains {
-  /** Starts a drain (no-op if it is draining already); false if there is no such replica. */
-  drain(name: string, cause?: string): boolean;
+  /**
+   * Starts a drain (no-op if it is draining already); false if there is no such replica.
+   * `handoff` false: no warm handoff from here (another gateway started the drain and hands off).
+   */
+  drain(name: string, cause?: string, handoff?: boolean): boolean;
   /** Resolves once the drain's handoffs are over (at once if none runs). */
   settled(name: string): Promise<void>;
   undrain(name: string): boolean;
@@ -107,13 +110,13 @@ export function createDrains(deps: {
   }
 
   return {
-    drain(name, cause = 'admin') {
+    drain(name, cause = 'admin', handoff = true) {
       const r = registry.byName(name);
       if (r === undefined) return false;
       if (r.draining) return true;
       r.draining = true;
       metrics.fleetChanges.inc({ change: 'drain' });
-      const p: DrainProgress = { startedAt: Date.now(), cause, handoff: options.enabled && deps.lastPrompts !== null, sessions: 0, warmed: 0, movedCold: 0, failed: 0, noTarget: 0, pending: 0, finishedAt: null, firstError: null };
+      const p: DrainProgress = { startedAt: Date.now(), cause, handoff: handoff && options.enabled && deps.lastPrompts !== null, sessions: 0, warmed: 0, movedCold: 0, failed: 0, noTarget: 0, pending: 0, finishedAt: null, firstError: null };
       r.drain = p;
       log.warn({ replica: name, cause, handoff: p.handoff, inflight: r.inflight }, 'drain: no new sessions; in-flight streams finish; pinned sessions move');
       const done = run(r, p).finally(() => { if (running.get(name) === done) running.delete(name); });

@@ -13,6 +13,9 @@ export type AttemptResult =
   /** No response head within timeouts.headersMs. */
   | 'timeout';
 
+/** Every cause an ejection is counted under (its series exist from start at 0). */
+export const EJECTION_CAUSES = ['5xx', 'connect', 'timeout'] as const satisfies readonly Exclude<AttemptResult, 'ok'>[];
+
 export interface OutlierOptions {
   consecutiveErrors: number;
   consecutiveConnectFailures: number;

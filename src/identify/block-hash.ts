@@ -4,9 +4,9 @@
  * Why not xxhash-wasm per block: a 9K-token prompt is ~570 blocks of 64 bytes, and each library
  * call costs ~0.2 µs of boundary crossing, BigInt conversion and a view allocation — 130 µs in all,
  * for 3 µs of hashing. This module runs the whole chain inside wasm: link i = xxh64(block i,
- * seed = link i−1), each written as 16 lowercase hex digits, so JS makes one string for the chain
- * and slices it. The hash is standard XXH64 (checked against xxhash-wasm in
- * test/routing/block-hash.test.ts); the module is assembled here from its opcodes, ~500 bytes.
+ * seed = link i−1), each written as 16 lowercase hex digits that JS reads into one flat string
+ * per link. The hash is standard XXH64 (checked against xxhash-wasm in
+ * test/identify/block-hash.test.ts); the module is assembled here from its opcodes, ~500 bytes.
  */
 
 const P1 = 0x9e3779b185ebca87n;
@@ -170,16 +170,24 @@ export function kernelXxh64(ptr: number, len: number, seed: bigint): bigint {
 
 /**
  * Chains `len` bytes at kernel offset 0 in blocks of `block`, starting from `seed`. Returns one
- * 16-hex-digit link per block. The links are slices of a single string: one allocation for the
- * text, and each link holds 16 bytes of it, as a separate string would.
+ * 16-hex-digit link per block, each a flat string of its own. Not slices of one hex string: V8
+ * keeps a slice of 13 characters or more as a view of its parent, so one link kept in the prefix
+ * index, a pin or the move log would hold the whole prompt's hex (9 KB for a 9K-token prompt).
+ * `String.fromCharCode` with 16 codes allocates exactly the 16 bytes; measured in
+ * test/identify/link-memory.test.ts.
  */
 export function kernelChain(len: number, block: number, seed: bigint): string[] {
   const n = Math.ceil(len / block);
   const out = (len + 7) & ~7;
   kernelMemory(out + n * 16);
   const count = exports.chain(0, len, block, BigInt.asIntN(64, seed), out);
-  const hex = Buffer.from(exports.mem.buffer, out, count * 16).toString('latin1');
+  const b = new Uint8Array(exports.mem.buffer, out, count * 16);
   const links = new Array<string>(count);
-  for (let i = 0; i < count; i++) links[i] = hex.slice(i * 16, i * 16 + 16);
+  for (let i = 0, p = 0; i < count; i++, p += 16) {
+    links[i] = String.fromCharCode(
+      b[p], b[p + 1], b[p + 2], b[p + 3], b[p + 4], b[p + 5], b[p + 6], b[p + 7],
+      b[p + 8], b[p + 9], b[p + 10], b[p + 11], b[p + 12], b[p + 13], b[p + 14], b[p + 15],
+    );
+  }
   return links;
 }

@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
 import type { WarmrouteError } from '../errors.js';
-import { hash64 } from '../identify/hash.js';
 import type { RequestIdentity } from '../identify/identity.js';
 import type { Drift } from '../routing/drift.js';
 import type { RouteReason, Router } from '../routing/types.js';
 import type { Usage } from '../stream/usage.js';
 import { hopsOf, overheadOf, replicaTtftOf, ttftOf, type HopClock } from '../telemetry/hop-clock.js';
 import { HOPS, type Metrics } from '../telemetry/metrics.js';
+import type { SessionTagger } from '../telemetry/session-tag.js';
 import { throttle } from '../telemetry/throttle.js';
 import type { FirstToken } from '../stream/tap.js';
 import type { Ending } from '../upstream/forward.js';
@@ -40,11 +40,6 @@ function outcomeLabel(e: Ended): string {
   return e.status >= 100 ? `${Math.floor(e.status / 100)}xx` : 'none';
 }
 
-/** A short, stable, non-reversible tag of a session key for logs (never the key itself). */
-export function sessionTag(key: string | null): string | null {
-  return key === null ? null : hash64(key).toString(16).padStart(16, '0').slice(0, 12);
-}
-
 function memo<T>(make: (key: string) => T): (key: string) => T {
   const made = new Map<string, T>();
   return (key) => {
@@ -55,6 +50,8 @@ function memo<T>(make: (key: string) => T): (key: string) => T {
 }
 
 export interface Recorder {
+  /** The session key's tag in every log line (keyed: telemetry/session-tag.ts). */
+  readonly sessionTag: SessionTagger;
   /** A session's prompt stopped extending its previous turn: counted, and one warn line (no text). */
   drift(identity: RequestIdentity, drift: Drift): void;
   /** `key`: the client API key's name, when keys are configured. */
@@ -66,8 +63,8 @@ export interface Recorder {
  * request and decision counters, token counters, the router's feedback and the one access log
  * line.
  */
-export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router }): Recorder {
-  const { metrics: m, log, router } = deps;
+export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router; sessionTag: SessionTagger }): Recorder {
+  const { metrics: m, log, router, sessionTag } = deps;
   const hop = HOPS.map((h) => m.hopDuration.labels(h));
   // prom-client builds a label object and a closure on every labels() call: each series' child is
   // made once and kept (every label set here is bounded: replicas, reasons, outcomes).
@@ -84,6 +81,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   // logged at most once a minute (with how many were not), never a second line per request.
   const driftWarning = throttle(60_000);
   return {
+    sessionTag,
     drift(identity, d) {
       driftBy(d.where).inc();
       const suppressed = driftWarning();

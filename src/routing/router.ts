@@ -31,6 +31,8 @@ export interface RouterDeps {
     /** Response id → replica records (default: in memory, the schema's bound and TTL). */
     readonly store?: SessionStore;
     readonly onLostState?: LostStateAction;
+    /** Longest wait for the shared store on a local miss (responses.fetchMs). */
+    readonly fetchMs?: number;
     /** A request needing a stored response could not go to its holder (for the metric and the log). */
     readonly onStateLost?: (reason: StateLostReason, replica: string | null) => void;
   };
@@ -39,7 +41,7 @@ export interface RouterDeps {
 const RESPONSES_DEFAULTS = defaultsOf(ResponsesSchema);
 
 /** How the state-lost error names the cause. */
-const GONE: Record<Exclude<StateLostReason, 'unknown'>, string> = { down: 'is down', draining: 'is draining', removed: 'is no longer in the fleet', restarted: 'has restarted since' };
+const GONE: Record<Exclude<StateLostReason, 'unknown' | 'unconfirmed'>, string> = { down: 'is down', draining: 'is draining', removed: 'is no longer in the fleet', restarted: 'has restarted since' };
 
 // Keyless conversations remembered for hysteresis, and sessions remembered as broken off: past
 // this the oldest are forgotten first.
@@ -77,6 +79,9 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
   const stored = createStoredResponses(deps.responses?.store ?? createMemorySessionStore({ maxSessions: RESPONSES_DEFAULTS.maxRecords, ttlMs: RESPONSES_DEFAULTS.recordTtlMs }));
   const onLostState = deps.responses?.onLostState ?? RESPONSES_DEFAULTS.onLostState;
+  const fetchMs = deps.responses?.fetchMs ?? RESPONSES_DEFAULTS.fetchMs;
+  // Requests whose prefetch found the shared store silent: their miss is not a known one.
+  const unconfirmed = new WeakSet<RequestIdentity>();
 
   /**
    * A request that needs a stored response: to the replica holding it, whatever its load, as
@@ -87,11 +92,12 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   function decideStateful(ctx: RouteContext, id: string): Decision {
     const at = stored.locate(id, ctx.replicas, ctx.now);
     if (at.holder !== null) return { ranked: [at.holder], reason: 'pinned', matchedTokens: at.warmTokens };
-    deps.responses?.onStateLost?.(at.lost, at.replica);
-    if (at.lost === 'unknown') return decide(ctx, composition);
+    const lost = at.lost === 'unknown' && unconfirmed.has(ctx.identity) ? 'unconfirmed' : at.lost;
+    deps.responses?.onStateLost?.(lost, at.replica);
+    if (lost === 'unknown' || lost === 'unconfirmed') return decide(ctx, composition);
     if (onLostState === 'error') {
       // x-should-retry: OpenAI's SDKs retry a 409 by default, and no retry can bring the state back.
-      throw errors.responseStateLost([at.replica, GONE[at.lost]], ctx.identity.kind === 'responses' ? 'previous_response_id' : null, undefined, ['x-should-retry', 'false']);
+      throw errors.responseStateLost([at.replica, GONE[lost]], ctx.identity.kind === 'responses' ? 'previous_response_id' : null, undefined, ['x-should-retry', 'false']);
     }
     return { ...decide(ctx, composition), reason: 'failover' };
   }
@@ -131,6 +137,13 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
 
   return {
     strategy,
+
+    prefetch(identity) {
+      const id = identity.storedResponseId;
+      if (!composition.stateful || id === null) return null;
+      const reading = stored.fetch(id, now(), fetchMs);
+      return reading === null ? null : reading.then((confirmed) => { if (!confirmed) unconfirmed.add(identity); });
+    },
 
     route(req) {
       const ctx = context(req.identity, req.replicas, now());

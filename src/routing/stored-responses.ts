@@ -27,6 +27,8 @@ export interface StoredResponses {
   /** `replica` left the fleet: its records already read as removed. */
   left(replica: string): void;
   get(id: string, now: number): SessionInfo | null;
+  /** No local record of `id`: read the shared store, at most `timeoutMs`. null: nothing to read (a local record, or no shared store). Resolves to whether the store answered. */
+  fetch(id: string, now: number, timeoutMs: number): Promise<boolean> | null;
   size(): number;
 }
 
@@ -52,6 +54,10 @@ export function createStoredResponses(store: SessionStore): StoredResponses {
     },
     left: (replica) => { newProcessSince.delete(replica); },
     get: (id, now) => store.get(id, now),
+    fetch(id, now, timeoutMs) {
+      if (store.fetch === undefined || store.get(id, now) !== null) return null;
+      return store.fetch(id, timeoutMs).then((f) => f.confirmed);
+    },
     size: () => store.size(),
   };
 }

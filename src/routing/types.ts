@@ -17,7 +17,11 @@ export type RouteReason = (typeof ROUTE_REASONS)[number];
  * response (its process, and the store in it, are new); or the gateway never saw the id (another
  * gateway's before it was shared, a gateway restart, an expired record). Bounded: a metric label.
  */
-export const STATE_LOST_REASONS = ['down', 'draining', 'removed', 'restarted', 'unknown'] as const;
+/**
+ * `unknown`: no record here nor in the shared store (routed as usual); `unconfirmed`: no record
+ * here and the shared store did not answer in time (routed as usual too).
+ */
+export const STATE_LOST_REASONS = ['down', 'draining', 'removed', 'restarted', 'unknown', 'unconfirmed'] as const;
 export type StateLostReason = (typeof STATE_LOST_REASONS)[number];
 
 /** What routing may read of one replica at decision time (owned here; fleet/registry keeps it up to date). */
@@ -134,6 +138,12 @@ export interface Router {
   readonly strategy: string;
   /** Synchronous on purpose: no await on the hot path. Throws a WarmrouteError when nothing fits. */
   route(req: RouteRequest): Decision;
+  /**
+   * Before route(), for a request naming a stored response with no record in this gateway's view:
+   * a bounded read of the shared store (responses.fetchMs), so a record another gateway wrote is
+   * routed to its replica. null (the common case): nothing to wait for.
+   */
+  prefetch?(identity: RequestIdentity): Promise<void> | null;
   served(identity: RequestIdentity, outcome: ServedOutcome): void;
   /** Admin: the pin of a session key, if any. */
   session(key: string): SessionInfo | null;

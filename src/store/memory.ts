@@ -7,8 +7,13 @@ export interface MemoryStoreOptions {
   ttlMs: number;
 }
 
+export interface MemorySessionStore extends SessionStore {
+  /** Keys of every live pin, conversations included (a shared store re-reads them after a gap). */
+  keys(now: number): string[];
+}
+
 /** In-process session pins: a Map in LRU order (re-inserted on every touch) with a TTL. */
-export function createMemorySessionStore(opts: MemoryStoreOptions): SessionStore {
+export function createMemorySessionStore(opts: MemoryStoreOptions): MemorySessionStore {
   const pins = new Map<string, SessionInfo>();
 
   const expired = (s: SessionInfo, now: number) => now - s.lastSeen > opts.ttlMs;
@@ -45,6 +50,11 @@ export function createMemorySessionStore(opts: MemoryStoreOptions): SessionStore
     keysOn(replica, now) {
       const out: string[] = [];
       for (const s of pins.values()) if (s.replica === replica && !expired(s, now) && !isConversationKey(s.key)) out.push(s.key);
+      return out;
+    },
+    keys(now) {
+      const out: string[] = [];
+      for (const s of pins.values()) if (!expired(s, now)) out.push(s.key);
       return out;
     },
     forgetReplica(replica) {

@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.js';
 import { createMemorySessionStore } from './memory.js';
 import { redisTarget } from './redis-connect.js';
-import type { SessionStore } from './types.js';
+import { newerPin, PLACE, REFRESH, splitN } from './redis-scripts.js';
+import type { Fetched, SessionStore } from './types.js';
 
 /** Which of the gateway's two stores (a metric label). */
 export type StoreName = 'sessions' | 'responses';
@@ -33,57 +34,19 @@ export interface RedisSessionStore extends SessionStore {
   ready(): Promise<void>;
 }
 
-const OPS = ['connect', 'subscribe', 'pin', 'refresh', 'unpin', 'lookup', 'resync'] as const;
-const EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost'] as const;
-type Op = (typeof OPS)[number];
-type Event = (typeof EVENTS)[number];
+export const STORE_OPS = ['connect', 'subscribe', 'pin', 'refresh', 'unpin', 'lookup', 'resync', 'gap_resync', 'fetch', 'drain'] as const;
+export const STORE_EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost', 'refresh_moved', 'gap_resyncs', 'gap_corrected', 'fetched', 'fetch_missed'] as const;
+type Op = (typeof STORE_OPS)[number];
+type Event = (typeof STORE_EVENTS)[number];
 type Conn = 'main' | 'sub';
 
-/** `a|b|rest`: the first n fields split on '|', the rest (a session key may hold '|') kept whole. */
-function splitN(s: string, n: number): string[] | null {
-  const out: string[] = [];
-  let from = 0;
-  for (let i = 0; i < n; i++) {
-    const j = s.indexOf('|', from);
-    if (j < 0) return null;
-    out.push(s.slice(from, j));
-    from = j + 1;
-  }
-  out.push(s.slice(from));
-  return out;
-}
+type Client = (Redis | Cluster) & {
+  wrPlace(key: string, value: string, since: string, replica: string, ttl: string, mode: string, channel: string, message: string): Promise<string | null>;
+  wrRefresh(key: string, replica: string, ttl: string): Promise<number | string>;
+};
 
-/**
- * One atomic placement, published when written (KEYS[1] the pin; ARGV value, since, replica, ttl,
- * mode, channel, message). `new`: SET NX —
- * the first gateway to place a session wins (re-placing it on the same replica refreshes it).
- * `move`: the newer move wins; two moves in the same millisecond go to the greater replica name,
- * which every gateway applies the same way. Returns nil when written, else the winning value.
- */
-const PLACE = `
-local cur = redis.call('GET', KEYS[1])
-if cur then
-  local bar = string.find(cur, '|', 1, true)
-  local curReplica = string.sub(cur, 1, bar - 1)
-  local bar2 = string.find(cur, '|', bar + 1, true)
-  local curSince = tonumber(string.sub(cur, bar + 1, (bar2 or 0) - 1))
-  if curReplica ~= ARGV[3] then
-    if ARGV[5] == 'new' then return cur end
-    local since = tonumber(ARGV[2])
-    if curSince > since or (curSince == since and curReplica > ARGV[3]) then return cur end
-  end
-end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[4])
-redis.call('PUBLISH', ARGV[6], ARGV[7])
-return false
-`;
-
-/** Which of two pins of a session wins: the newer move, and the greater replica name on a tie (as PLACE). */
-export function newerPin(a: { since: number; replica: string }, b: { since: number; replica: string }): boolean {
-  return a.since > b.since || (a.since === b.since && a.replica > b.replica);
-}
-
-type Client = (Redis | Cluster) & { wrPlace(key: string, value: string, since: string, replica: string, ttl: string, mode: string, channel: string, message: string): Promise<string | null> };
+/** Keys re-read at once after a subscriber gap (a bound on the GETs in flight). */
+const GAP_BATCH = 100;
 
 /**
  * Session pins shared between gateways through Redis, read from a local view.
@@ -93,11 +56,14 @@ type Client = (Redis | Cluster) & { wrPlace(key: string, value: string, since: s
  * (`<prefix>sess:<key>` = `replica|since|warmTokens`, PX ttl; `sess:{<key>}` on a Cluster) and
  * published on `<prefix>pins` by one Lua script (PLACE) that also settles conflicts: a new
  * session is SET NX, a move wins only if it is newer; the loser follows the winner. Every other
- * gateway applies a published move to its view at once. A turn on an unmoved pin costs at most one
- * PEXPIRE per ttl/4. A local miss answers null at once (the router places by rendezvous, as any
- * gateway would) and looks the key up in the background for the next turn. Nothing here awaits
- * Redis on the request path or throws into the router; while Redis is away the local view routes,
- * errors are counted, and the moves it missed are written when it returns.
+ * gateway applies a published move to its view at once; one whose subscriber was away reads its
+ * pins back when it returns (the moves published meanwhile are lost to it). A turn on an unmoved
+ * pin costs at most one refresh per ttl/4, which extends the TTL only if Redis still holds this
+ * placement and otherwise follows the newer one. A local miss answers null at once (the router
+ * places by rendezvous, as any gateway would) and looks the key up in the background for the next
+ * turn; `fetch` is the one bounded wait, for a record that only one replica can serve. Nothing
+ * else awaits Redis on the request path or throws into the router; while Redis is away the local
+ * view routes, errors are counted, and the moves it missed are written when it returns.
  */
 export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionStore {
   const { metrics, log, keyPrefix, ttlMs } = opts;
@@ -123,14 +89,15 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
   // No offline queue: a write Redis cannot take now is counted and remembered, never buffered.
   const main = target.connect({ ...base, enableOfflineQueue: false, commandTimeout: 2_000 }) as Client;
   main.defineCommand('wrPlace', { numberOfKeys: 1, lua: PLACE });
+  main.defineCommand('wrRefresh', { numberOfKeys: 1, lua: REFRESH });
   // The subscriber only ever sends SUBSCRIBE, so holding that until connected (however long) is
   // bounded; ioredis re-subscribes by itself after each reconnect.
   const sub = target.connect({ ...base, enableOfflineQueue: true, maxRetriesPerRequest: null });
   metrics.storeUp.set({ store }, 0);
 
   // Every series exists from the start, so rate() alerts work before the first error.
-  for (const op of OPS) metrics.storeErrors.inc({ store, op }, 0);
-  for (const event of EVENTS) metrics.storeEvents.inc({ store, event }, 0);
+  for (const op of STORE_OPS) metrics.storeErrors.inc({ store, op }, 0);
+  for (const event of STORE_EVENTS) metrics.storeEvents.inc({ store, event }, 0);
 
   let closed = false;
   let connected = false;
@@ -223,11 +190,57 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     count('lost');
   }
 
+  /** Redis holds another placement than this gateway's view: the newer one wins, as in PLACE. */
+  function reconcile(key: string, held: string): boolean {
+    const f = splitN(held, 2);
+    const mine = local.get(key, now());
+    if (f === null || mine === null) return false;
+    const theirs = { replica: f[0], since: Number(f[1]) };
+    if (theirs.replica === mine.replica) return false;
+    if (newerPin(theirs, mine)) return apply(key, f[0], f[1], f[2]);
+    publishState(key, 'pin', 'resync');
+    return false;
+  }
+
+  // Compares before it refreshes: a move this gateway missed (a pub/sub gap) shows here, at the
+  // latest a quarter TTL into the session's use.
   function refresh(key: string) {
-    send('refresh', () => main.pexpire(redisKey(key), ttlMs), (n) => {
+    const s = local.get(key, now());
+    if (s === null) return;
+    send('refresh', () => main.wrRefresh(redisKey(key), s.replica, String(ttlMs)), (r) => {
       // Gone from Redis (it restarted empty, or evicted it): write it again.
-      if (n === 0) publishState(key, 'pin', 'resync');
-      else count('refreshed');
+      if (r === 0) publishState(key, 'pin', 'resync');
+      else if (r === 1) count('refreshed');
+      else if (reconcile(key, String(r))) count('refresh_moved');
+    });
+  }
+
+  /**
+   * After the subscriber was away, the moves published meanwhile never arrive: every pin in the
+   * view is read back (GAP_BATCH at a time) and the newer placement wins, either way.
+   */
+  let gapRun: Promise<void> | null = null;
+  let gapAgain = false;
+  function resyncAfterGap() {
+    if (gapRun !== null) { gapAgain = true; return; }
+    count('gap_resyncs');
+    gapRun = (async () => {
+      const keys = local.keys(now());
+      let corrected = 0;
+      for (let i = 0; i < keys.length && !closed; i += GAP_BATCH) {
+        const batch = keys.slice(i, i + GAP_BATCH);
+        const held = await Promise.all(batch.map((k) => main.get(redisKey(k)).catch((e: unknown) => { failed('main', 'gap_resync', e); return undefined; })));
+        for (let j = 0; j < batch.length; j++) {
+          const v = held[j];
+          if (v === undefined) continue;
+          if (v === null) { if (local.get(batch[j], now()) !== null) publishState(batch[j], 'pin', 'resync'); continue; }
+          if (reconcile(batch[j], v)) { corrected++; count('gap_corrected'); }
+        }
+      }
+      if (corrected > 0) log.warn({ keyPrefix, sessions: keys.length, corrected }, 'redis pub/sub gap: pins moved meanwhile by other gateways applied');
+    })().finally(() => {
+      gapRun = null;
+      if (gapAgain && !closed) { gapAgain = false; resyncAfterGap(); }
     });
   }
 
@@ -276,7 +289,18 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
   main.on('error', (e: unknown) => failed('main', 'connect', e));
   main.on('close', () => { if (!closed) metrics.storeUp.set({ store }, 0); });
   sub.on('error', (e: unknown) => failed('sub', 'subscribe', e));
-  sub.on('ready', () => recovered('sub'));
+  // ioredis re-subscribes by itself on reconnect; subscribing again (idempotent) tells when that
+  // holds, and only then is the view read back: a move published from then on arrives as usual.
+  let subSeen = false;
+  let subGap = false;
+  sub.on('close', () => { if (subSeen) subGap = true; });
+  sub.on('ready', () => {
+    recovered('sub');
+    if (!subSeen) { subSeen = true; return; }
+    if (!subGap) return;
+    subGap = false;
+    sub.subscribe(channel).then(() => { if (main.status === 'ready') resyncAfterGap(); else gapAgain = true; }, (e: unknown) => failed('sub', 'subscribe', e));
+  });
   main.on('ready', () => {
     metrics.storeUp.set({ store }, 1);
     if (!connected) log.info({ keyPrefix, mode: target.mode }, 'redis session store connected');
@@ -284,6 +308,7 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     recovered('main');
     // Moves made while Redis was away: write them now so other gateways and later lookups see them.
     resync();
+    if (gapAgain && gapRun === null) { gapAgain = false; resyncAfterGap(); }
   });
 
   const whenReady = (c: Redis | Cluster) => (c.status === 'ready' ? Promise.resolve() : new Promise<void>((r) => c.once('ready', () => r())));
@@ -301,6 +326,32 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
       // Unmoved: keep the Redis key alive, at most once per quarter TTL — on the first turn in each
       // quarter since the move, which needs no per-key state beyond the pin itself.
       if (Math.floor((t - prev.since) / refreshEvery) !== Math.floor((prev.lastSeen - prev.since) / refreshEvery)) refresh(key);
+    },
+    async fetch(key, timeoutMs): Promise<Fetched> {
+      const have = local.get(key, now());
+      if (have !== null) return { info: have, confirmed: true };
+      if (main.status !== 'ready') {
+        failed('main', 'fetch', `connection ${main.status}`);
+        return { info: null, confirmed: false };
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const read = main.get(redisKey(key)).then((v) => ({ v }), (e: unknown) => ({ e }));
+      const out = await Promise.race([read, new Promise<{ e: string }>((r) => { timer = setTimeout(() => r({ e: `no answer within ${timeoutMs} ms` }), timeoutMs); })]);
+      clearTimeout(timer);
+      if ('e' in out) {
+        failed('main', 'fetch', out.e);
+        return { info: null, confirmed: false };
+      }
+      recovered('main');
+      const f = out.v === null ? null : splitN(out.v, 2);
+      if (f === null) {
+        count('fetch_missed');
+        return { info: null, confirmed: true };
+      }
+      // A record this gateway wrote meanwhile is newer than the one read.
+      if (local.get(key, now()) === null) apply(key, f[0], f[1], f[2]);
+      count('fetched');
+      return { info: local.get(key, now()), confirmed: true };
     },
     unpin(key) {
       const had = local.unpin(key);

@@ -16,6 +16,11 @@ export const CONVERSATION_KEY = '\u0000conv:';
 
 export const isConversationKey = (key: string) => key.startsWith(CONVERSATION_KEY);
 
+export interface Fetched {
+  readonly info: SessionInfo | null;
+  readonly confirmed: boolean;
+}
+
 /**
  * Where session pins live. Reads are synchronous (a local view); a shared implementation keeps the
  * local view fresh in the background and writes through without making the request wait.
@@ -31,6 +36,12 @@ export interface SessionStore {
   forgetReplica(replica: string): number;
   size(): number;
   close(): Promise<void>;
+  /**
+   * A shared store's answer for a key the local view lacks, waiting at most `timeoutMs` (for a
+   * record only one replica can serve, where a wrong guess fails the request). `confirmed`: the
+   * shared store answered (so a null `info` is a true miss). Absent for local-only stores.
+   */
+  fetch?(key: string, timeoutMs: number): Promise<Fetched>;
   /** Resolves once a shared store is connected; absent for local-only stores. */
   ready?(): Promise<void>;
 }

@@ -8,7 +8,7 @@
 // the objects (field names and types beyond what the tests assert), CRDs (ServiceMonitor), and the
 // corners of Go templates and Sprig the chart does not use.
 
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseAllDocuments, parse as parseYaml, stringify } from 'yaml';
@@ -36,6 +36,7 @@ export function coalesce(base: Values, over: Values): Values {
   return out;
 }
 
+const ALNUM = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 const num = (v: unknown): number => (v instanceof GoInt ? v.v : typeof v === 'number' ? v : Number(v));
 
 /** Go's eq/lt refuse to compare an int with a float64; Helm's YAML numbers are float64. */
@@ -104,6 +105,11 @@ function helmFuncs(engine: () => Engine): Record<string, Fn> {
     toString: (v: unknown) => printValue(v),
     sha256sum: (s: string) => createHash('sha256').update(String(s)).digest('hex'),
     b64enc: (s: string) => Buffer.from(String(s)).toString('base64'),
+    // Sprig's: letters and digits from crypto/rand.
+    randAlphaNum: (n: unknown) => Array.from(randomBytes(num(n)), (b) => ALNUM[b % ALNUM.length]).join(''),
+    get: (m: Values, k: string) => (isMap(m) && Object.hasOwn(m, k) ? m[k] : ''),
+    // Helm's lookup reads the cluster; `helm template` (and this) has none: an empty map.
+    lookup: () => ({}),
     dict: (...kv: unknown[]) => Object.fromEntries(Array.from({ length: kv.length / 2 }, (_, i) => [String(kv[2 * i]), kv[2 * i + 1]])),
     list: (...xs: unknown[]) => xs,
     hasKey: (m: Values, k: string) => isMap(m) && Object.hasOwn(m, k),

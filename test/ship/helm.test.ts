@@ -99,12 +99,12 @@ describe('helm/warmroute, default values', () => {
   const { objects, files } = render();
 
   it('renders a Deployment, a client and an admin Service, the config ConfigMap and a PDB, and nothing optional', () => {
-    assert.deepEqual(objects.map((o) => o.kind).sort(), ['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Service', 'Service']);
+    assert.deepEqual(objects.map((o) => o.kind).sort(), ['ConfigMap', 'Deployment', 'PodDisruptionBudget', 'Secret', 'Service', 'Service']);
     for (const o of objects) assert.ok(o.apiVersion && o.metadata.name && o.metadata.labels['app.kubernetes.io/instance'], `${o.kind} named and labelled`);
     const deploy = oneOf(objects, 'Deployment');
     assert.equal(deploy.spec.replicas, 2);
     assert.deepEqual(oneOf(objects, 'PodDisruptionBudget').spec.selector.matchLabels, deploy.spec.selector.matchLabels);
-    assert.equal(container(objects).env, undefined, 'no Redis: no WARMROUTE_REDIS');
+    assert.deepEqual(container(objects).env.map((e: Values) => e.name), ['WARMROUTE_ADMIN_TOKEN', 'WARMROUTE_SESSION_TAG_SECRET'], 'no Redis: no WARMROUTE_REDIS');
     assert.match(files['templates/dashboard-configmap.yaml'], /^\s*$/);
   });
 
@@ -132,7 +132,7 @@ describe('helm/warmroute, several gateways with Redis (ci/multi-replica-redis-va
 
   it('renders the HPA, PDB, ServiceMonitor, dashboard ConfigMap and the Redis Secret', () => {
     assert.deepEqual(objects.map((o) => o.kind).sort(), [
-      'ConfigMap', 'ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'Secret', 'Service', 'Service', 'ServiceMonitor',
+      'ConfigMap', 'ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'Secret', 'Secret', 'Service', 'Service', 'ServiceMonitor',
     ]);
     const deploy = oneOf(objects, 'Deployment');
     assert.equal(deploy.spec.replicas, undefined, 'the HPA owns the replica count');
@@ -150,17 +150,17 @@ describe('helm/warmroute, several gateways with Redis (ci/multi-replica-redis-va
   });
 
   it('the Redis URL reaches the pod only through a Secret, and no ConfigMap holds it', () => {
-    const secret = oneOf(objects, 'Secret');
+    const secret = byKind(objects, 'Secret').find((s) => s.data.url !== undefined)!;
     assert.equal(Buffer.from(secret.data.url, 'base64').toString(), REDIS_URL);
-    const env = container(objects).env;
+    const env = container(objects).env.filter((e: Values) => e.name === 'WARMROUTE_REDIS');
     assert.deepEqual(env, [{ name: 'WARMROUTE_REDIS', valueFrom: { secretKeyRef: { name: secret.metadata.name, key: 'url' } } }]);
     assertNoSecretInConfigMaps(objects, [REDIS_URL, 's3cret-pw']);
   });
 
   it('an existing Secret is used as it is: the chart creates none', () => {
     const { objects: own } = render(MULTI, { redis: { existingSecret: 'platform-redis', existingSecretKey: 'uri', url: '' } });
-    assert.equal(byKind(own, 'Secret').length, 0);
-    assert.deepEqual(container(own).env[0].valueFrom.secretKeyRef, { name: 'platform-redis', key: 'uri' });
+    assert.equal(byKind(own, 'Secret').filter((s) => s.data.url !== undefined || s.data.uri !== undefined).length, 0);
+    assert.deepEqual(container(own).env.find((e: Values) => e.name === 'WARMROUTE_REDIS').valueFrom.secretKeyRef, { name: 'platform-redis', key: 'uri' });
     assertNoSecretInConfigMaps(own, [REDIS_URL]);
   });
 
@@ -175,6 +175,38 @@ describe('helm/warmroute, several gateways with Redis (ci/multi-replica-redis-va
     const dash = configMaps(objects).find((c) => c.data['warmroute.json'] !== undefined)!;
     assert.equal(dash.metadata.labels.grafana_dashboard, '1');
     assert.deepEqual(JSON.parse(dash.data['warmroute.json']), JSON.parse(readFileSync('deploy/grafana/warmroute.json', 'utf8')));
+  });
+});
+
+describe('helm/warmroute: the admin token and the session-tag key (issue 17 #7, #13)', () => {
+  it('the chart creates a Secret with both, drawn at random (kept on upgrades), and the pods read them from it', () => {
+    const one = render();
+    const two = render();
+    const secretOf = (r: { objects: Values[] }) => oneOf(r.objects, 'Secret');
+    const s = secretOf(one);
+    assert.equal(s.metadata.annotations['helm.sh/resource-policy'], 'keep');
+    const token = Buffer.from(s.data.adminToken, 'base64').toString();
+    const tagKey = Buffer.from(s.data.sessionTagSecret, 'base64').toString();
+    // As the gateway's schema accepts them.
+    const cfg = resolveConfig({ upstreams: [{ url: 'http://x:1' }], admin: { token }, logging: { sessionTagSecret: tagKey } });
+    assert.equal(cfg.admin.token, token);
+    assert.ok(token.length >= 32 && tagKey.length >= 32);
+    assert.notEqual(token, Buffer.from(secretOf(two).data.adminToken, 'base64').toString(), 'random per install');
+    assert.notEqual(token, tagKey);
+    const env = container(one.objects).env;
+    assert.deepEqual(env.slice(0, 2), [
+      { name: 'WARMROUTE_ADMIN_TOKEN', valueFrom: { secretKeyRef: { name: s.metadata.name, key: 'adminToken' } } },
+      { name: 'WARMROUTE_SESSION_TAG_SECRET', valueFrom: { secretKeyRef: { name: s.metadata.name, key: 'sessionTagSecret' } } },
+    ]);
+    assertNoSecretInConfigMaps(one.objects, [token, tagKey]);
+    // An upgrade reads the Secret back (lookup) instead of drawing new values.
+    assert.match(readFileSync(`${CHART}/templates/secret-gateway.yaml`, 'utf8'), /lookup "v1" "Secret" \.Release\.Namespace \$name/);
+  });
+
+  it('an existing Secret is used as it is: the chart creates none', () => {
+    const { objects } = render({ secrets: { existingSecret: 'platform-warmroute' } });
+    assert.equal(byKind(objects, 'Secret').length, 0);
+    for (const e of container(objects).env) assert.equal(e.valueFrom.secretKeyRef.name, 'platform-warmroute');
   });
 });
 

@@ -29,6 +29,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
+{{/* The Secret holding the admin token and the session-tag secret: the user's own, or the chart's. */}}
+{{- define "warmroute.secretsName" -}}
+{{- if .Values.secrets.existingSecret -}}
+{{- .Values.secrets.existingSecret -}}
+{{- else -}}
+{{- printf "%s-secrets" (include "warmroute.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
 {{/*
 The gateway's config file. Only what is not secret: the Redis URL comes from a Secret through
 WARMROUTE_REDIS (the environment overrides the file), and a replica apiKey has no place here.

@@ -1,0 +1,44 @@
+import type { ShedCause } from './queue/limiter.js';
+import { API_KEYS_FILE_REJECTIONS } from './edge/api-keys.js';
+import { EJECTION_CAUSES } from './fleet/outlier.js';
+import type { ColdReason } from './fleet/health.js';
+import { STORE_EVENTS, STORE_OPS } from './store/redis.js';
+import type { Metrics } from './telemetry/metrics.js';
+import { FAILURE_CAUSES } from './upstream/failures.js';
+
+const SHED_CAUSES = ['queue_full', 'queue_timeout'] as const satisfies readonly ShedCause[];
+const COLD_REASONS = ['restart', 'long_outage'] as const satisfies readonly ColdReason[];
+
+/**
+ * Every series whose label values are known at start, created at 0: a dashboard panel or an
+ * alert on rate() then reads 0, not "No data", until the first event (and sees that first one).
+ * Series labelled by replica are made when the replica is first seen (`replica`).
+ */
+export function zeroKnownSeries(metrics: Metrics) {
+  for (const where of ['global', 'replica']) for (const cause of SHED_CAUSES) metrics.shed.inc({ reason: `${where}_${cause}` }, 0);
+  metrics.shed.inc({ reason: 'key_limit' }, 0);
+  for (const reason of ['missing', 'invalid']) metrics.authFailures.inc({ reason }, 0);
+  for (const reason of API_KEYS_FILE_REJECTIONS) metrics.apiKeysFileRejected.inc({ reason }, 0);
+  for (const cause of EJECTION_CAUSES) metrics.ejectionsSkipped.inc({ cause }, 0);
+  for (const where of ['tools', 'system', 'history']) metrics.prefixDrift.inc({ where }, 0);
+  for (const outcome of ['resumed', 'failed']) metrics.resumes.inc({ outcome }, 0);
+  // Also with the in-memory store (which never fails): the store panels read 0, not "No data".
+  for (const store of ['sessions', 'responses']) {
+    for (const op of STORE_OPS) metrics.storeErrors.inc({ store, op }, 0);
+    for (const event of STORE_EVENTS) metrics.storeEvents.inc({ store, event }, 0);
+  }
+  return {
+    replica(name: string) {
+      for (const cause of FAILURE_CAUSES) {
+        metrics.retries.inc({ replica: name, cause }, 0);
+        metrics.streamErrors.inc({ replica: name, cause }, 0);
+      }
+      for (const cause of EJECTION_CAUSES) metrics.ejections.inc({ replica: name, cause }, 0);
+      for (const cause of COLD_REASONS) metrics.warmStateForgotten.inc({ replica: name, cause }, 0);
+      for (const what of ['models', 'metrics']) metrics.scrapeErrors.inc({ replica: name, what }, 0);
+      metrics.clientAborts.inc({ replica: name }, 0);
+      metrics.promptTokens.inc({ replica: name }, 0);
+      metrics.cachedTokens.inc({ replica: name }, 0);
+    },
+  };
+}

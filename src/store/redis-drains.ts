@@ -1,0 +1,86 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Metrics } from '../telemetry/metrics.js';
+import { redisTarget } from './redis-connect.js';
+
+/** How often each gateway reads the shared drain state: a drain reaches every gateway within it (plus a round trip). */
+export const DRAIN_POLL_MS = 500;
+
+export interface SharedDrains {
+  /** This gateway drained (true) or undrained (false) a replica by hand: every other gateway follows. */
+  set(name: string, draining: boolean): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Drain state shared between gateways: a drain through one pod of the admin Service reaches all.
+ * One Redis hash (`<prefix>drains`: replica → when and by whom) holds the replicas drained by
+ * hand; every gateway reads it every DRAIN_POLL_MS (one HGETALL: a gateway that starts, or that
+ * was cut off, catches up by the same read) and applies what changed since its last read. A
+ * change made here is written before the next read, and kept until Redis takes it.
+ */
+export function createSharedDrains(opts: {
+  url: string;
+  keyPrefix: string;
+  metrics: Metrics;
+  log: Logger;
+  /** Apply another gateway's drain (true) or undrain (false) here. */
+  apply(name: string, draining: boolean): void;
+}): SharedDrains {
+  const { metrics, log } = opts;
+  const key = `${opts.keyPrefix}drains`;
+  const conn: Redis | Cluster = redisTarget(opts.url).connect({ enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2_000, commandTimeout: 2_000, retryStrategy: (n) => Math.min(50 * 2 ** Math.min(n, 10), 2_000) });
+  conn.on('error', () => {}); // counted where a command fails, below
+  const pending = new Map<string, boolean>();
+  let known = new Set<string>();
+  let failing = false;
+  let closed = false;
+  let busy = false;
+
+  const fail = (e: unknown) => {
+    metrics.storeErrors.inc({ store: 'sessions', op: 'drain' });
+    if (!failing) log.warn({ err: (e as Error)?.message ?? String(e) }, 'shared drain state unreachable: drains apply to this gateway only until Redis returns');
+    failing = true;
+  };
+
+  async function poll() {
+    if (busy || closed || conn.status !== 'ready') return;
+    busy = true;
+    try {
+      for (const [name, draining] of [...pending]) {
+        if (draining) await conn.hset(key, name, `${Date.now()}`);
+        else await conn.hdel(key, name);
+        if (pending.get(name) === draining) pending.delete(name);
+        if (draining) known.add(name);
+        else known.delete(name);
+      }
+      const now = new Set(Object.keys(await conn.hgetall(key)));
+      if (failing) log.info('shared drain state reachable again');
+      failing = false;
+      for (const name of now) if (!known.has(name) && !pending.has(name)) opts.apply(name, true);
+      for (const name of known) if (!now.has(name) && !pending.has(name)) opts.apply(name, false);
+      known = now;
+    } catch (e) {
+      fail(e);
+    } finally {
+      busy = false;
+    }
+  }
+
+  const timer = setInterval(() => void poll(), DRAIN_POLL_MS);
+  timer.unref();
+  conn.on('ready', () => void poll());
+
+  return {
+    set(name, draining) {
+      pending.set(name, draining);
+      void poll();
+    },
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      if (conn.status === 'ready') await conn.quit().catch(() => {});
+      conn.disconnect();
+    },
+  };
+}
