@@ -13,30 +13,9 @@
 
 import { Decoder } from '@msgpack/msgpack';
 
-export type BlockKey = string;
+import type { AllBlocksCleared, BlockKey, BlockRemoved, BlockStored, KvEvent } from '../../routing/kv-residency.js';
 
-export interface BlockStored {
-  readonly type: 'stored';
-  readonly hashes: readonly BlockKey[];
-  readonly parent: BlockKey | null;
-  /** Token ids of the blocks, block after block (may be absent from hand-built frames). */
-  readonly tokenIds: readonly number[] | null;
-  readonly blockSize: number | null;
-  /** "GPU", "CPU" (offload tier), ...; null from releases that had one tier only. */
-  readonly medium: string | null;
-}
-
-export interface BlockRemoved {
-  readonly type: 'removed';
-  readonly hashes: readonly BlockKey[];
-  readonly medium: string | null;
-}
-
-export interface AllBlocksCleared {
-  readonly type: 'cleared';
-}
-
-export type KvEvent = BlockStored | BlockRemoved | AllBlocksCleared;
+export type { AllBlocksCleared, BlockKey, BlockRemoved, BlockStored, KvEvent };
 
 export interface KvEventBatch {
   /** Unix seconds when the engine published the batch. */
