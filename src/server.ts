@@ -18,7 +18,7 @@ import { createAdmission } from './queue/admission.js';
 import { createLimiter } from './queue/limiter.js';
 import { createRecorder } from './record/record.js';
 import { createRouter } from './routing/router.js';
-import { ROUTE_REASONS, STATE_LOST_REASONS, type Router, type StateLostReason } from './routing/types.js';
+import { ROUTE_REASONS, STATE_LOST_REASONS, type ResidencyObserver, type Router, type StateLostReason } from './routing/types.js';
 import { createMemorySessionStore } from './store/memory.js';
 import { createRedisSessionStore } from './store/redis.js';
 import type { SessionStore } from './store/types.js';
@@ -118,7 +118,16 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
         ? 'stored response unknown to this gateway: routed as usual, the replica may not hold it'
         : 'stored response lost with its replica');
   };
-  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost } });
+  const residency: ResidencyObserver = {
+    cachedTokens(replica, predicted, served) {
+      metrics.cachedPredicted.inc({ replica }, predicted);
+      metrics.cachedPredictedServed.inc({ replica }, served);
+      if (predicted > served) metrics.cachedOverpredicted.inc({ replica }, predicted - served);
+    },
+    evicted: (replica, source, links) => metrics.residencyEvictions.inc({ replica, source }, links),
+    learned: (replica, outcome) => metrics.kvBlockMapping.inc({ replica, outcome }),
+  };
+  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost }, residency, kvMaxBlocks: config.kvEvents.maxBlocksPerReplica });
   // Read when a replica's connection pool is made, on its first request: a reload adds to it.
   const tls = tlsByOrigin(config.upstreams);
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tls });
@@ -168,12 +177,15 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       metrics.inflight.set({ replica: r.name }, r.inflight);
       metrics.queued.set({ replica: r.name }, admission.queuedOn(r.name));
       metrics.scrapeAge.set({ replica: r.name }, r.lastScrapeAt === null ? -1 : (t - r.lastScrapeAt) / 1000);
+      metrics.kvCapacity.set({ replica: r.name }, r.kvCapacityTokens ?? -1);
     }
     metrics.globalInflight.set(globalLimit.open);
     metrics.globalQueued.set(globalLimit.queued);
     const st = router.stats();
     metrics.prefixEntries.set(st.prefixEntries);
     metrics.responseRecords.set(st.responseRecords);
+    for (const [replica, ms] of st.retentionByReplica) if (registry.byName(replica)) metrics.retention.set({ replica }, ms / 1000);
+    for (const [replica, kb] of st.kvBlocksByReplica) if (registry.byName(replica)) metrics.kvBlocks.set({ replica }, kb.blocks);
   };
   const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains: fleet.drains });
 
