@@ -1,7 +1,9 @@
 // vLLM's KV event publisher, as the simulator's block pool sees it: the same wire format
 // ([topic, 8-byte big-endian seq, msgpack KVEventBatch] on a zeromq PUB socket) and the same replay
-// service (a ROUTER socket: [identity, empty, start seq] in; [identity, empty, seq, payload] per
-// buffered batch out, then seq -1 with an empty payload). Events of one tick go out as one batch,
+// service (a ROUTER socket: [identity, empty, start seq] in; [identity, empty, topic, seq, payload]
+// per buffered batch out, then an empty topic, seq -1 and an empty payload), as captured from vLLM
+// 0.32 (test/fixtures/kv-events/). The batch is positional [ts, events, dp_rank] with each event a
+// tagged map, as vLLM 0.32 sends it; `shape: 'array'` makes the events positional too (older releases). Events of one tick go out as one batch,
 // as vLLM sends one per engine step. A restarted replica starts again from sequence 0.
 
 import { Encoder } from '@msgpack/msgpack';
@@ -19,7 +21,7 @@ export interface KvEventsOptions {
   port?: number;
   replayPort?: number;
   topic?: string;
-  /** The batch's encoding: the tagged maps of 2026 releases (default) or the older positional arrays. */
+  /** The events' encoding: tagged maps as vLLM 0.32 sends them (default), or the older positional arrays. */
   shape?: 'map' | 'array';
   /** Past batches kept for replay (vLLM's buffer_steps). */
   bufferSteps?: number;
@@ -82,8 +84,8 @@ export async function startKvPublisher(host: string, o: KvEventsOptions = {}): P
       if (type === 'BlockRemoved') return [type, f[0], 'GPU'];
       return [type];
     }
-    if (type === 'BlockStored') return { type, block_hashes: f[0], parent_block_hash: f[1], token_ids: f[2], block_size: f[3], lora_id: null, medium: 'GPU', lora_name: null };
-    if (type === 'BlockRemoved') return { type, block_hashes: f[0], medium: 'GPU' };
+    if (type === 'BlockStored') return { type, block_hashes: f[0], parent_block_hash: f[1], token_ids: f[2], block_size: f[3], lora_id: null, medium: 'GPU', lora_name: null, extra_keys: (f[0] as unknown[]).map(() => null), group_idx: 0, kv_cache_spec_kind: 'full_attention' };
+    if (type === 'BlockRemoved') return { type, block_hashes: f[0], medium: 'GPU', group_idx: 0 };
     return { type };
   }
 
@@ -93,7 +95,7 @@ export async function startKvPublisher(host: string, o: KvEventsOptions = {}): P
     const events = pending;
     pending = [];
     const ts = Date.now() / 1000;
-    const batch = shape === 'array' ? [ts, events.map(encodeEvent), 0] : { ts, events: events.map(encodeEvent), data_parallel_rank: 0 };
+    const batch = [ts, events.map(encodeEvent), 0];
     const payload = Buffer.from(encoder.encode(batch));
     const s = seq++;
     buffer.push([s, payload]);
@@ -108,7 +110,8 @@ export async function startKvPublisher(host: string, o: KvEventsOptions = {}): P
 
   function push(e: Ev): void {
     if (closed) return;
-    // Consecutive stores of one chain merge into one event, as vLLM reports a request's new blocks.
+    // Consecutive stores of one chain merge into one event, as vLLM reports a request's new blocks;
+    // removals go one hash per event, as vLLM 0.32 sends them.
     const last = pending[pending.length - 1];
     if (e[0] === 'BlockStored' && last?.[0] === 'BlockStored') {
       const hashes = last[1] as number[];
@@ -117,10 +120,6 @@ export async function startKvPublisher(host: string, o: KvEventsOptions = {}): P
         (last[3] as number[]).push(...(e[3] as number[]));
         return;
       }
-    }
-    if (e[0] === 'BlockRemoved' && last?.[0] === 'BlockRemoved') {
-      (last[1] as number[]).push(...(e[1] as number[]));
-      return;
     }
     pending.push(e);
     if (!scheduled) {
@@ -140,8 +139,9 @@ export async function startKvPublisher(host: string, o: KvEventsOptions = {}): P
       if (msg.length !== 3 || msg[2].length !== 8) continue;
       const [id, , start] = msg;
       const from = Number(start.readBigInt64BE());
-      const out = buffer.filter(([s]) => s >= from).map(([s, p]) => [id, Buffer.alloc(0), seqBytes(s), p]);
-      out.push([id, Buffer.alloc(0), END_SEQ, Buffer.alloc(0)]);
+      // vLLM 0.32's reply: [identity, empty, topic, seq, payload]; the end marker has an empty topic.
+      const out = buffer.filter(([s]) => s >= from).map(([s, p]) => [id, Buffer.alloc(0), topic, seqBytes(s), p]);
+      out.push([id, Buffer.alloc(0), Buffer.alloc(0), END_SEQ, Buffer.alloc(0)]);
       routerChain = routerChain.then(async () => {
         for (const frames of out) await router.send(frames);
       }).catch(() => undefined);

@@ -3,7 +3,7 @@
  *
  * - In order (seq = last + 1): the batch is handed on.
  * - A gap (seq > last + 1): the missing batches are asked of the replay socket (a DEALER on vLLM's
- *   ROUTER: [empty, start seq] out, [empty, seq, payload] back until seq -1), live batches held
+ *   ROUTER: [empty, start seq] out, [empty, topic, seq, payload] back until seq -1), live batches held
  *   meanwhile; a replay that fails, times out or no longer has the start means the stream is `lost`
  *   until it is back in order, and the replica's residency starts over.
  * - The sequence going back (a new publisher, i.e. a restarted engine): `restarted`, it starts empty.
@@ -43,6 +43,17 @@ export interface KvSubscriber {
   close(): void;
 }
 
+/**
+ * A replay reply as a DEALER receives it, after the empty delimiter: [topic, seq, payload] from
+ * vLLM 0.32 (the end marker has an empty topic and payload), [seq, payload] from older releases.
+ */
+function replyFrames(frames: Buffer[]): { seqFrame: Buffer; payload: Buffer } {
+  const f = frames.length > 0 && frames[0].length === 0 ? frames.slice(1) : frames;
+  if (f.length === 3) return { seqFrame: f[1], payload: f[2] };
+  if (f.length === 2) return { seqFrame: f[0], payload: f[1] };
+  throw new KvDecodeError('frames', `replay reply of ${frames.length} frames`);
+}
+
 interface Pending {
   readonly seq: bigint;
   readonly batch: KvEventBatch;
@@ -77,9 +88,8 @@ export function createKvSubscriber(o: KvSubscriberOptions): KvSubscriber {
       const deadline = now() + o.replayTimeoutMs;
       for (;;) {
         if (now() > deadline) return { got, outcome: 'timeout' };
-        const frames = await dealer.receive();
-        const [, seqFrame, payload] = frames.length === 3 ? frames : [undefined, frames[0], frames[1]];
-        const seq = decodeSeq(seqFrame as Buffer);
+        const { seqFrame, payload } = replyFrames(await dealer.receive());
+        const seq = decodeSeq(seqFrame);
         if (seq < 0n) break;
         if (seq >= from && seq < upTo) got.push({ seq, batch: decodeBatch(payload as Buffer) });
       }
