@@ -66,7 +66,9 @@ for (const shape of ['map', 'array'] as const) {
     await waitFor('stored events of the request', () => seen.events.slice(before).some((e) => e.type === 'stored'));
     const stored = seen.events.slice(before).filter((e) => e.type === 'stored');
     const blocks = stored.reduce((n, e) => n + (e.type === 'stored' ? e.hashes.length : 0), 0);
-    assert.equal(blocks, Math.floor(res.json.usage.prompt_tokens / 16), 'one block per full 16 tokens of the prompt');
+    // One block per full 16 tokens of the prompt, and one more if the 2 tokens generated filled another.
+    const P = res.json.usage.prompt_tokens;
+    assert.ok(blocks >= Math.floor(P / 16) && blocks <= Math.floor((P + 2) / 16), `${blocks} blocks for ${P} prompt tokens`);
     const first = stored[0];
     assert.ok(first.type === 'stored' && first.blockSize === 16 && first.medium === 'GPU');
     assert.equal(first.tokenIds?.length, first.hashes.length * 16);
