@@ -254,6 +254,7 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
       faults: faults.list(),
       counters: counters(),
       config: cfg,
+      kvEvents: kv === null ? null : { endpoint: kv.endpoint, replayEndpoint: kv.replayEndpoint, topic: kv.topic },
     }),
     fault: (f) => replica.fault(f),
     clearFaults: (k) => replica.clearFaults(k),

@@ -35,7 +35,7 @@ async function flood(r: SimReplica): Promise<void> {
 
 async function value(g: TestGateway, metric: 'residencyEvictions' | 'kvBlockMapping' | 'kvStreamLive' | 'cachedOverpredicted', labels: Record<string, string>): Promise<number> {
   const { values } = await g.gw.metrics[metric].get();
-  return values.filter((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x)).reduce((s, v) => s + v.value, 0);
+  return values.filter((v) => Object.entries(labels).every(([k, x]) => (v.labels as Record<string, unknown>)[k] === x)).reduce((s, v) => s + v.value, 0);
 }
 
 const believed = (g: TestGateway, replica: string) => g.gw.router.stats().prefixTokensByReplica.get(replica) ?? 0;
