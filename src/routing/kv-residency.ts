@@ -25,8 +25,11 @@ export interface BlockStored {
   readonly type: 'stored';
   readonly hashes: readonly BlockKey[];
   readonly parent: BlockKey | null;
-  /** Token ids of the blocks, block after block (may be absent from hand-built frames). */
-  readonly tokenIds: readonly number[] | null;
+  /**
+   * How many token ids the event carried (the ids themselves are not kept: routing learns blocks
+   * from their place in the chain, not their tokens); null when absent.
+   */
+  readonly tokenCount: number | null;
   readonly blockSize: number | null;
   /** "GPU", "CPU" (offload tier), ...; null from releases that had one tier only. */
   readonly medium: string | null;

@@ -64,10 +64,7 @@ function keys(v: unknown, what: string): BlockKey[] {
   return v.map(blockKeyOf);
 }
 
-function tokenIds(v: unknown): number[] | null {
-  if (!Array.isArray(v)) return null;
-  return v.map((t) => toNumber(t) ?? -1);
-}
+const countOf = (v: unknown): number | null => (Array.isArray(v) ? v.length : null);
 
 /** Field values by name, from either shape. The positional order is vLLM's declaration order. */
 const FIELDS = {
@@ -100,7 +97,7 @@ function eventOf(raw: unknown): KvEvent | null {
         type: 'stored',
         hashes: keys(get('block_hashes'), 'block_hashes'),
         parent: parent === null || parent === undefined ? null : blockKeyOf(parent),
-        tokenIds: tokenIds(get('token_ids')),
+        tokenCount: countOf(get('token_ids')),
         blockSize: toNumber(get('block_size')),
         medium: toStr(get('medium')),
       };

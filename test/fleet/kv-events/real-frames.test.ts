@@ -31,7 +31,7 @@ test('real vLLM frames: every message of the run decodes, in sequence, nothing u
   assert.equal(a2.parent, a1.hashes.at(-1));
   assert.equal(a1.blockSize, 128);
   assert.equal(a1.medium, 'GPU');
-  assert.equal(a1.tokenIds?.length, 16 * 128);
+  assert.equal(a1.tokenCount, 16 * 128);
   // Every hash a 64-bit key, spelled one way.
   for (const e of frames.flatMap((f) => f.batch.events)) if (e.type !== 'cleared') for (const h of e.hashes) assert.match(h, /^[0-9a-f]{1,16}$/);
   // Chat A again after eviction stores the very same hashes: what routing learns is vLLM's own.

@@ -71,7 +71,7 @@ for (const shape of ['map', 'array'] as const) {
     assert.ok(blocks >= Math.floor(P / 16) && blocks <= Math.floor((P + 2) / 16), `${blocks} blocks for ${P} prompt tokens`);
     const first = stored[0];
     assert.ok(first.type === 'stored' && first.blockSize === 16 && first.medium === 'GPU');
-    assert.equal(first.tokenIds?.length, first.hashes.length * 16);
+    assert.equal(first.tokenCount, first.hashes.length * 16);
     assert.deepEqual(seen.states[0], ['live', 'first_batch']);
     assert.deepEqual(seen.errors, []);
   });
