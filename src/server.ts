@@ -186,6 +186,9 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     metrics.responseRecords.set(st.responseRecords);
     for (const [replica, ms] of st.retentionByReplica) if (registry.byName(replica)) metrics.retention.set({ replica }, ms / 1000);
     for (const [replica, kb] of st.kvBlocksByReplica) if (registry.byName(replica)) metrics.kvBlocks.set({ replica }, kb.blocks);
+    // Until placement keeps its own estimate: the distinct prefix tokens the index holds per replica
+    // (a shared prompt is one set of links, so counted once), in the replica's tokens.
+    for (const r of registry.replicas) metrics.workingSet.set({ replica: r.name }, Math.round((st.prefixTokensByReplica.get(r.name) ?? 0) * st.tokenScale));
   };
   const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains: fleet.drains });
 

@@ -47,6 +47,7 @@ export function createKvStreams(deps: { config: ResolvedConfig; replicas: () => 
   let config = deps.config;
   const open = new Map<string, { sub: KvSubscriber; at: KvEndpoints }>();
   const errorWarning = throttle(60_000);
+  const gapWarning = throttle(60_000);
   let timer: NodeJS.Timeout | null = null;
 
   const observer: KvStreamObserver = {
@@ -72,7 +73,8 @@ export function createKvStreams(deps: { config: ResolvedConfig; replicas: () => 
     },
     gap(replica, missed) {
       m.kvEventGaps.inc({ replica });
-      log.warn({ replica, missed }, 'KV events: sequence gap');
+      const suppressed = gapWarning();
+      if (suppressed !== null) log.warn({ replica, missed, suppressed }, 'KV events: sequence gap (replaying it)');
     },
     replay(replica, outcome) {
       m.kvEventReplays.inc({ replica, outcome });
