@@ -279,7 +279,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     },
     kvStream(replica, state) {
       if (state === 'lost') {
-        live.delete(replica);
+        if (!live.delete(replica)) return;
         index.setExact(replica, false);
         // Removals may have gone by unseen: what is mapped can no longer be trusted.
         residency.reset(replica);

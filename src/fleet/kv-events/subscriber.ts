@@ -161,7 +161,7 @@ export function createKvSubscriber(o: KvSubscriberOptions): KvSubscriber {
       onBatch(seq, batch);
       return;
     }
-    void fillGap(last + 1n, { seq, batch });
+    fillGap(last + 1n, { seq, batch }).catch((e: unknown) => o.observer.error(o.replica, 'replay', e instanceof Error ? e.message : String(e)));
   }
 
   async function run(): Promise<void> {
@@ -186,7 +186,7 @@ export function createKvSubscriber(o: KvSubscriberOptions): KvSubscriber {
     }
   }
 
-  void run();
+  run().catch((e: unknown) => o.observer.error(o.replica, 'socket', e instanceof Error ? e.message : String(e)));
 
   return {
     endpoint: o.endpoint,
