@@ -7,7 +7,8 @@
  * Learning: a request served on replica R with exactly P prompt tokens (its usage) ends its prompt
  * in R's block at depth floor(P / blockSize) on the chain of parents. Among the blocks R stored
  * since the request was sent, the one at that depth — when there are several, the one descending
- * from the block the same conversation's earlier link is mapped to — is it. The request's links are
+ * from the block the same conversation's earlier link is mapped to — is it. A prompt served wholly
+ * from cache stores nothing: then the block at that depth descending from that earlier link is. The request's links are
  * then spread up that block's ancestors by their share of the prompt's tokens.
  *
  * Eviction: a BlockRemoved naming a mapped block makes the index forget its links there. vLLM frees
@@ -86,6 +87,8 @@ interface ReplicaBlocks {
   /** Stored block keys in the order stored, for learning (a ring). */
   readonly recent: string[];
   recentAt: number;
+  /** Block keys by depth: a prompt served wholly from cache stores nothing new to learn from. */
+  readonly byDepth: Map<number, Set<string>>;
   blockSize: number;
 }
 
@@ -98,8 +101,21 @@ export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyH
 
   function of(replica: string): ReplicaBlocks {
     let rb = byReplica.get(replica);
-    if (rb === undefined) byReplica.set(replica, (rb = { blocks: new Map(), linkBlock: new Map(), recent: [], recentAt: 0, blockSize: 0 }));
+    if (rb === undefined) byReplica.set(replica, (rb = { blocks: new Map(), linkBlock: new Map(), recent: [], recentAt: 0, byDepth: new Map(), blockSize: 0 }));
     return rb;
+  }
+
+  function drop(rb: ReplicaBlocks, key: string, b: Block): void {
+    unmap(rb, b);
+    rb.blocks.delete(key);
+    const at = rb.byDepth.get(b.depth);
+    if (at !== undefined && at.delete(key) && at.size === 0) rb.byDepth.delete(b.depth);
+  }
+
+  function empty(rb: ReplicaBlocks): void {
+    rb.blocks.clear();
+    rb.linkBlock.clear();
+    rb.byDepth.clear();
   }
 
   function unmap(rb: ReplicaBlocks, b: Block): void {
@@ -118,10 +134,14 @@ export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyH
     const depth = parent === null ? 1 : p !== undefined && p.depth > 0 ? p.depth + 1 : 0;
     if (rb.blocks.size >= maxBlocks) {
       const [oldestKey, oldest] = rb.blocks.entries().next().value as [string, Block];
-      unmap(rb, oldest);
-      rb.blocks.delete(oldestKey);
+      drop(rb, oldestKey, oldest);
     }
     rb.blocks.set(key, { parent, depth, storedAt: now, links: null });
+    if (depth > 0) {
+      let at = rb.byDepth.get(depth);
+      if (at === undefined) rb.byDepth.set(depth, (at = new Set()));
+      at.add(key);
+    }
     if (rb.recent.length < RECENT) rb.recent.push(key);
     else rb.recent[rb.recentAt] = key;
     rb.recentAt = (rb.recentAt + 1) % RECENT;
@@ -155,13 +175,11 @@ export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyH
             const b = rb.blocks.get(h);
             if (b === undefined) continue;
             if (b.links !== null) (lost ??= []).push(...b.links);
-            unmap(rb, b);
-            rb.blocks.delete(h);
+            drop(rb, h, b);
           }
           if (lost !== null) hooks.lost(replica, lost);
         } else {
-          rb.blocks.clear();
-          rb.linkBlock.clear();
+          empty(rb);
           hooks.cleared(replica);
         }
       }
@@ -170,8 +188,7 @@ export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyH
     reset(replica) {
       const rb = byReplica.get(replica);
       if (rb === undefined) return;
-      rb.blocks.clear();
-      rb.linkBlock.clear();
+      empty(rb);
       rb.recent.length = 0;
       rb.recentAt = 0;
     },
@@ -200,7 +217,10 @@ export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyH
         const b = k === undefined ? undefined : rb.blocks.get(k);
         if (k !== undefined && b !== undefined && b.depth > 0 && b.depth <= depth) [anchor, anchorDepth] = [k, b.depth];
       }
-      const mine = anchor === null ? candidates : candidates.filter((k) => ancestor(rb, k, anchorDepth) === anchor);
+      let mine = anchor === null ? candidates : candidates.filter((k) => ancestor(rb, k, anchorDepth) === anchor);
+      // Nothing new stored (the whole prompt came from cache): the block at that depth of the
+      // conversation's own lineage, whenever it was stored.
+      if (mine.length === 0 && anchor !== null) mine = [...(rb.byDepth.get(depth) ?? [])].filter((k) => ancestor(rb, k, anchorDepth) === anchor);
       if (mine.length === 0) return { learned: false, reason: 'none' };
       if (mine.length > 1) return { learned: false, reason: 'ambiguous' };
       // Links spread up the lineage by their share of the prompt (estimated tokens scaled to P).

@@ -42,6 +42,16 @@ describe('KV residency: learning which engine blocks a request ended in', () => 
     assert.equal(r.learn('a', ['sys', 'user'], [20, 40], 40, 2).reason, 'learned', 'sys is on x');
   });
 
+  it('a prompt served wholly from cache (nothing stored since): the block of its own lineage at that depth', () => {
+    const { r, lost } = residency();
+    r.apply('a', [stored('x', 1, 10)], 1);
+    assert.equal(r.learn('a', ['sys', 'u1'], [20, 40], 40, 1).reason, 'learned');
+    // The next turn adds under a block: same depth, nothing new stored.
+    assert.equal(r.learn('a', ['sys', 'u1', 'a1', 'u2'], [20, 40, 41, 42], 42, 5).reason, 'learned');
+    r.apply('a', [{ type: 'removed', hashes: ['x10'], medium: 'GPU' }], 6);
+    assert.deepEqual(lost.sort(), ['a1', 'u1', 'u2']);
+  });
+
   it('a request shorter than a block, or a replica never heard from, learns nothing', () => {
     const { r } = residency();
     assert.equal(r.learn('a', ['l'], [40], 40, 0).reason, 'unknown_replica');
