@@ -19,7 +19,7 @@ import { createAdmission } from './queue/admission.js';
 import { createLimiter } from './queue/limiter.js';
 import { createRecorder } from './record/record.js';
 import { createRouter } from './routing/router.js';
-import { ROUTE_REASONS, STATE_LOST_REASONS, type Router, type StateLostReason } from './routing/types.js';
+import { ROUTE_REASONS, STATE_LOST_REASONS, type ResidencyObserver, type Router, type StateLostReason } from './routing/types.js';
 import { createMemorySessionStore } from './store/memory.js';
 import { createRedisSessionStore } from './store/redis.js';
 import { createSharedDrains } from './store/redis-drains.js';
@@ -125,7 +125,16 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
           ? 'stored response not in this gateway\'s view and the shared store did not answer in time (responses.fetchMs): routed as usual'
           : 'stored response lost with its replica');
   };
-  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost, fetchMs: rc.fetchMs } });
+  const residency: ResidencyObserver = {
+    cachedTokens(replica, predicted, served) {
+      metrics.cachedPredicted.inc({ replica }, predicted);
+      metrics.cachedPredictedServed.inc({ replica }, served);
+      if (predicted > served) metrics.cachedOverpredicted.inc({ replica }, predicted - served);
+    },
+    evicted: (replica, source, links) => metrics.residencyEvictions.inc({ replica, source }, links),
+    learned: (replica, outcome) => metrics.kvBlockMapping.inc({ replica, outcome }),
+  };
+  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost, fetchMs: rc.fetchMs }, residency, kvMaxBlocks: config.kvEvents.maxBlocksPerReplica });
   // Read when a replica's connection pool is made, on its first request: a reload adds to it.
   const tls = tlsByOrigin(config.upstreams);
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tls });
@@ -172,12 +181,18 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       metrics.inflight.set({ replica: r.name }, r.inflight);
       metrics.queued.set({ replica: r.name }, admission.queuedOn(r.name));
       metrics.scrapeAge.set({ replica: r.name }, r.lastScrapeAt === null ? -1 : (t - r.lastScrapeAt) / 1000);
+      metrics.kvCapacity.set({ replica: r.name }, r.kvCapacityTokens ?? -1);
     }
     metrics.globalInflight.set(globalLimit.open);
     metrics.globalQueued.set(globalLimit.queued);
     const st = router.stats();
     metrics.prefixEntries.set(st.prefixEntries);
     metrics.responseRecords.set(st.responseRecords);
+    for (const [replica, ms] of st.retentionByReplica) if (registry.byName(replica)) metrics.retention.set({ replica }, ms / 1000);
+    for (const [replica, kb] of st.kvBlocksByReplica) if (registry.byName(replica)) metrics.kvBlocks.set({ replica }, kb.blocks);
+    // Until placement keeps its own estimate: the distinct prefix tokens the index holds per replica
+    // (a shared prompt is one set of links, so counted once), in the replica's tokens.
+    for (const r of registry.replicas) metrics.workingSet.set({ replica: r.name }, Math.round((st.prefixTokensByReplica.get(r.name) ?? 0) * st.tokenScale));
   };
   // With Redis, a drain by hand through any gateway reaches every gateway (the one it reached
   // hands the sessions off; the others stop placing there).

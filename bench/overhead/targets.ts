@@ -52,10 +52,11 @@ function newestSource(dir: string): number {
 }
 
 /** A gateway in front of `upstream`: this checkout's (see gatewayEntry), or the `entry` script given. */
+/** `upstream` '' = the upstreams come from a --config file in `extra`. */
 export async function startWarmroute(upstream: string, extra: string[] = [], entry?: string, name = 'warmroute'): Promise<Target> {
   const [port, admin] = [await freePort(), await freePort()];
   // Readiness from the port, not a log line: the log level is the caller's choice.
-  const child = await startChild(process.execPath, [...(entry ? [entry] : gatewayEntry()), 'serve', '--upstream', upstream, '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), ...extra], null);
+  const child = await startChild(process.execPath, [...(entry ? [entry] : gatewayEntry()), 'serve', ...(upstream ? ['--upstream', upstream] : []), '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), ...extra], null);
   await waitForPort(admin, 20_000);
   return { name, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${admin}`, child };
 }

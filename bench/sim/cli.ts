@@ -9,6 +9,9 @@ const USAGE = `usage: npm run sim -- [--replicas N] [--base-port P] [knobs...]
 
   --replicas N                  number of replicas (1)
   --base-port P                 first port; replica i listens on P+i (0 = free ports)
+  --kv-events                   publish vLLM's KV events (zeromq PUB + replay ROUTER) from each block pool
+  --kv-events-base-port P       replica i publishes on P+2i, replays on P+2i+1 (0 = free ports)
+  --kv-events-shape map|array   batch encoding: 2026 tagged maps (default) or the older positional arrays
 ${knobHelp()}
 
 Admin per replica: POST /sim/fault {"kind":...}, DELETE /sim/fault, GET /sim/state, POST /sim/reset`;
@@ -19,6 +22,9 @@ async function main(): Promise<void> {
       ...KNOB_OPTIONS,
       replicas: { type: 'string', default: '1' },
       'base-port': { type: 'string', default: '0' },
+      'kv-events': { type: 'boolean' },
+      'kv-events-base-port': { type: 'string', default: '0' },
+      'kv-events-shape': { type: 'string', default: 'map' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -28,9 +34,13 @@ async function main(): Promise<void> {
     return;
   }
   const knobs = knobsFromArgs(values);
-  const fleet = await startFleet({ ...knobs, replicas: Number(values.replicas), basePort: Number(values['base-port']) });
+  const shape = values['kv-events-shape'];
+  if (shape !== 'map' && shape !== 'array') throw new Error('--kv-events-shape is map or array');
+  const kvEvents = values['kv-events'] ? { shape: shape as 'map' | 'array' } : undefined;
+  const fleet = await startFleet({ ...knobs, kvEvents, replicas: Number(values.replicas), basePort: Number(values['base-port']), kvEventsBasePort: Number(values['kv-events-base-port']) });
   // stdout carries only the URLs, one per line, so scripts can read them; the rest goes to stderr.
   for (const r of fleet.replicas) console.log(r.url);
+  for (const r of fleet.replicas) if (r.kvEvents) console.error(`sim: ${r.name} kv-events ${r.kvEvents.endpoint} replay ${r.kvEvents.replayEndpoint}`);
   console.error(`sim: ${fleet.replicas.length} replica(s) of ${fleet.replicas[0].config.model}; SIGINT/SIGTERM to stop`);
   let stopping = false;
   const stop = () => {

@@ -2,6 +2,7 @@
 // figures (vLLM 0.25.1, gemma-4-31B-it FP8 on one H100). README.md derives each number.
 
 import type { Fault } from './faults.js';
+import type { KvEventsOptions } from './kv-events.js';
 
 export interface TimingKnobs {
   /** API-server cost paid by every request before it reaches the engine queue (HTTP, template, IPC). */
@@ -59,6 +60,8 @@ export interface SimReplicaOptions extends Partial<TimingKnobs>, Partial<Capacit
   seed?: number;
   /** Faults active from the start. */
   faults?: Fault[];
+  /** Publish vLLM's KV events from the block pool (zeromq PUB + replay ROUTER); true = free ports. */
+  kvEvents?: boolean | KvEventsOptions;
 }
 
 export type SimConfig = TimingKnobs &

@@ -72,7 +72,7 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
     if (cfg.enablePrefixCaching) {
       const full = Math.floor(upTo / bs);
       ensureHashes(seq, full, bs);
-      for (let i = seq.cachedBlocks; i < full; i++) pool.cache(seq.blocks[i], seq.hashes[i]);
+      for (let i = seq.cachedBlocks; i < full; i++) pool.cache(seq.blocks[i], seq.hashes[i], i > 0 ? seq.hashes[i - 1] : null, () => seq.tokens.slice(i * bs, (i + 1) * bs));
       seq.cachedBlocks = Math.max(seq.cachedBlocks, full);
     }
     return true;

@@ -7,6 +7,8 @@ export interface FleetOptions extends SimReplicaOptions {
   replicas: number;
   /** 0 or omitted = free ports. */
   basePort?: number;
+  /** With kvEvents: replica i publishes on this + 2i and replays on this + 2i + 1 (0 = free ports). */
+  kvEventsBasePort?: number;
 }
 
 export interface SimFleet {
@@ -16,7 +18,7 @@ export interface SimFleet {
 }
 
 export async function startFleet(opts: FleetOptions): Promise<SimFleet> {
-  const { replicas: count, basePort, ...rest } = opts;
+  const { replicas: count, basePort, kvEventsBasePort, ...rest } = opts;
   if (!Number.isInteger(count) || count < 1) throw new Error('replicas must be a positive integer');
   const replicas: SimReplica[] = [];
   const close = async () => {
@@ -26,7 +28,9 @@ export async function startFleet(opts: FleetOptions): Promise<SimFleet> {
     for (let i = 0; i < count; i++) {
       const port = basePort ? basePort + i : 0;
       const name = rest.name ? `${rest.name}-${i}` : undefined;
-      replicas.push(await startReplica({ ...rest, port, name }, i));
+      const base = rest.kvEvents === true ? {} : rest.kvEvents;
+      const kvEvents = base && kvEventsBasePort ? { ...base, port: kvEventsBasePort + 2 * i, replayPort: kvEventsBasePort + 2 * i + 1 } : rest.kvEvents;
+      replicas.push(await startReplica({ ...rest, port, name, kvEvents }, i));
     }
   } catch (e) {
     await close();

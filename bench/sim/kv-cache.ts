@@ -17,14 +17,24 @@ export interface BlockPool {
   canAllocate(hits: readonly number[], n: number): boolean;
   touch(ids: readonly number[]): void;
   allocate(n: number): number[];
-  /** Register a full block under its hash (a no-op when that hash is already cached elsewhere). */
-  cache(id: number, hash: number): void;
+  /**
+   * Register a full block under its hash (a no-op when that hash is already cached elsewhere).
+   * `parent` and `tokens` are only read when KV events are published.
+   */
+  cache(id: number, hash: number, parent?: number | null, tokens?: () => readonly number[]): void;
   isCached(id: number): boolean;
   release(ids: readonly number[]): void;
   reset(): void;
 }
 
-export function createBlockPool(total: number): BlockPool {
+/** Where the pool reports what it caches and evicts (vLLM's KV events; bench/sim/kv-events.ts). */
+export interface PoolEvents {
+  stored(hash: number, parent: number | null, tokenIds: readonly number[], blockSize: number): void;
+  removed(hash: number): void;
+  cleared(): void;
+}
+
+export function createBlockPool(total: number, events: PoolEvents | null = null, blockSize = 16): BlockPool {
   const head = total; // sentinel
   const prev = new Int32Array(total + 1);
   const next = new Int32Array(total + 1);
@@ -50,6 +60,7 @@ export function createBlockPool(total: number): BlockPool {
     free++;
   }
   function reset(): void {
+    if (events !== null && byHash.size > 0) events.cleared();
     prev[head] = head;
     next[head] = head;
     free = 0;
@@ -92,17 +103,21 @@ export function createBlockPool(total: number): BlockPool {
         const id = next[head];
         unlink(id);
         const h = hashOf[id];
-        if (h >= 0 && byHash.get(h) === id) byHash.delete(h); // eviction
+        if (h >= 0 && byHash.get(h) === id) {
+          byHash.delete(h); // eviction
+          events?.removed(h);
+        }
         hashOf[id] = -1;
         ref[id] = 1;
         ids.push(id);
       }
       return ids;
     },
-    cache(id, hash) {
+    cache(id, hash, parent = null, tokens) {
       if (hashOf[id] >= 0 || byHash.has(hash)) return;
       hashOf[id] = hash;
       byHash.set(hash, id);
+      if (events !== null) events.stored(hash, parent, tokens ? tokens() : [], blockSize);
     },
     isCached: (id) => hashOf[id] >= 0,
     release(ids) {

@@ -7,6 +7,7 @@ import { createEngine, type EngineHooks } from './engine.js';
 import { createFaultState, type Fault, type FaultKind } from './faults.js';
 import type { AbortRecord, GenContext, RequestRecord, SimCounters } from './generate.js';
 import { createBlockPool } from './kv-cache.js';
+import { startKvPublisher, type SimKvPublisher } from './kv-events.js';
 import { createResponseStore } from './response-store.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createRequestHandler } from './routes.js';
@@ -49,6 +50,8 @@ export interface SimReplica {
   requests(): RequestRecord[];
   /** Empty the KV cache and zero every counter; in-flight requests are dropped. */
   reset(): void;
+  /** Its KV event publisher (--kv-events), or null. */
+  kvEvents: SimKvPublisher | null;
   close(): Promise<void>;
 }
 
@@ -99,7 +102,8 @@ function engineHooks(metrics: Metrics, cfg: SimConfig): EngineHooks {
 
 export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Promise<SimReplica> {
   const cfg = resolveConfig(opts, index);
-  const pool = createBlockPool(cfg.kvBlocks);
+  const kv = opts.kvEvents ? await startKvPublisher(cfg.host, opts.kvEvents === true ? {} : opts.kvEvents) : null;
+  const pool = createBlockPool(cfg.kvBlocks, kv?.sink ?? null, cfg.blockSize);
   const metrics = createMetrics(cfg);
   const engine = createEngine(cfg, pool, engineHooks(metrics, cfg));
   const faults = createFaultState();
@@ -161,12 +165,14 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
    */
   const newProcess = () => {
     dropInFlight();
+    kv?.restart();
     gen.responses.clear();
     metrics.restarted();
   };
 
   const reset = () => {
     dropInFlight();
+    kv?.restart();
     gen.responses.clear();
     gen.counters = freshCounters();
     metrics.reset();
@@ -222,9 +228,11 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
     counters,
     requests: () => log.slice(),
     reset,
+    kvEvents: kv,
     async close() {
       if (closed) return;
       closed = true;
+      kv?.close();
       if (recoverTimer) clearTimeout(recoverTimer);
       dropInFlight();
       engine.stop();
@@ -246,6 +254,7 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
       faults: faults.list(),
       counters: counters(),
       config: cfg,
+      kvEvents: kv === null ? null : { endpoint: kv.endpoint, replayEndpoint: kv.replayEndpoint, topic: kv.topic },
     }),
     fault: (f) => replica.fault(f),
     clearFaults: (k) => replica.clearFaults(k),

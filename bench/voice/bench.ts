@@ -5,7 +5,7 @@
 import { cpus } from 'node:os';
 import { mulberry32 } from '../../src/prng.js';
 import { startRedis } from '../../test/store/redis-server.js';
-import { startGateway, gatewayMetrics, sampleInflight, startSimFleet, type Fleet, type GatewayMetrics } from './fleet.js';
+import { startGateway, gatewayMetrics, sampleInflight, startSimFleet, type Fleet, type GatewayMetrics, type KvEndpoint } from './fleet.js';
 import { checkGoals, type Goal } from './goals.js';
 import { idealHits } from './ideal.js';
 import { gatewaysOf, inflightFromRecords, ORACLE, oracleTargets, replicaName, viaGateway } from './oracle.js';
@@ -15,8 +15,11 @@ import { warmReplicas } from './warmup.js';
 import type { Api } from './dialogue.js';
 import { buildWorkload, type WorkloadOptions } from './workload.js';
 
+/** warmroute reading every replica's KV events (the simulator publishes them): exact residency. */
+export const WITH_KV_EVENTS = 'warmroute-events';
+
 // The oracle last: the reference the routers are read against.
-export const STRATEGIES = ['round-robin', 'least-loaded', 'session-hash', 'affinity', ORACLE] as const;
+export const STRATEGIES = ['round-robin', 'least-loaded', 'session-hash', 'affinity', WITH_KV_EVENTS, ORACLE] as const;
 
 export { gatewaysOf };
 
@@ -61,13 +64,14 @@ export async function runBench(o: BenchOptions, progress: Progress): Promise<Ben
   let via: Via | null = null;
   try {
     progress(`starting ${o.replicas} simulated vLLM replicas`);
-    fleet = await startSimFleet(o.replicas, o.outputTokens, o.kvBlocks);
+    fleet = await startSimFleet(o.replicas, o.outputTokens, o.kvBlocks, o.strategies.includes(WITH_KV_EVENTS));
     for (const [k, strategy] of o.strategies.entries()) {
       const tag = `[${k + 1}/${o.strategies.length} ${strategy}]`;
       progress(viaGateway(strategy) ? `${tag} starting the gateway` : `${tag} no gateway: session i straight to replica i mod ${o.replicas}`);
       via = !viaGateway(strategy) ? direct(fleet.urls, workload.sessions.length)
         : gatewaysOf(strategy) > 1 ? await throughGateways(fleet.urls, gatewaysOf(strategy), workload.options.seed)
-          : await throughGateway(fleet.urls, strategy);
+          : strategy === WITH_KV_EVENTS ? await throughGateway(fleet.urls, 'affinity', fleet.kvEvents)
+            : await throughGateway(fleet.urls, strategy);
       await fleet.reset();
       if (o.warmup) progress(`${tag} warming every replica with every agent's system prompt`);
       const warm = o.warmup ? await warmReplicas(fleet.urls, workload, o.requestTimeoutS * 1000) : [];
@@ -120,8 +124,8 @@ interface Via {
 }
 
 /** A fresh gateway child, so no routing state carries over from the previous strategy. */
-async function throughGateway(urls: string[], strategy: string): Promise<Via> {
-  const gw = await startGateway(urls, strategy);
+async function throughGateway(urls: string[], strategy: string, kvEvents: KvEndpoint[] | null = null): Promise<Via> {
+  const gw = await startGateway(urls, strategy, [], kvEvents);
   let sampler: ReturnType<typeof sampleInflight> | null = null;
   return {
     target: { url: gw.url },

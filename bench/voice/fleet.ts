@@ -2,6 +2,9 @@
 // gateway child per strategy, each on its own event loop as in production; and what is read from
 // them: the vLLM prefix-cache counters, the gateway's own overhead histogram, in-flight samples.
 
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { call } from '../lib/http.js';
 import { startChildLines, TSX, type Child } from '../lib/procs.js';
 import { histogramQuantile, sumBy, sumSamples } from '../lib/prom.js';
@@ -10,8 +13,16 @@ import { startWarmroute, type Target } from '../overhead/targets.js';
 // Re-exported: test/bench/e2e.test.ts reads the replicas' counters with it from here.
 export { sumSamples };
 
+/** Where a simulated replica publishes its KV events (`--kv-events`). */
+export interface KvEndpoint {
+  endpoint: string;
+  replayEndpoint: string;
+}
+
 export interface Fleet {
   urls: string[];
+  /** Per replica, when the fleet publishes KV events; else null. */
+  kvEvents: KvEndpoint[] | null;
   /** Empties every replica's KV cache and zeroes its counters (POST /sim/reset). */
   reset(): Promise<void>;
   prefixCounters(): Promise<PrefixCounters>;
@@ -24,13 +35,18 @@ export interface PrefixCounters {
 }
 
 /** `kvBlocks`: the simulator's KV capacity per replica (undefined: its H100 default). */
-export async function startSimFleet(replicas: number, outputTokens: [number, number], kvBlocks?: number): Promise<Fleet> {
+export async function startSimFleet(replicas: number, outputTokens: [number, number], kvBlocks?: number, kvEvents = false): Promise<Fleet> {
   const args = [...TSX, 'bench/sim/cli.ts', '--replicas', String(replicas), '--output-tokens', `${outputTokens[0]}-${outputTokens[1]}`];
   if (kvBlocks !== undefined) args.push('--kv-blocks', String(kvBlocks));
+  if (kvEvents) args.push('--kv-events');
   const child: Child & { lines: string[] } = await startChildLines(process.execPath, args, /^http:\/\//, replicas, { timeoutMs: 30_000 });
   const urls = child.lines.map((l) => l.trim());
+  const endpoints = kvEvents
+    ? await Promise.all(urls.map(async (u) => ((await (await call(`${u}/sim/state`)).json()) as { kvEvents: KvEndpoint }).kvEvents))
+    : null;
   return {
     urls,
+    kvEvents: endpoints,
     async reset() {
       await Promise.all(urls.map(async (u) => (await call(`${u}/sim/reset`, { method: 'POST' })).arrayBuffer()));
     },
@@ -54,9 +70,16 @@ interface AdminReplicas {
   replicas: { name: string; state: string; inflight: number; models: string[] | null }[];
 }
 
-export async function startGateway(urls: string[], strategy: string, more: string[] = []): Promise<Gateway> {
-  const extra = [...urls.slice(1).flatMap((u) => ['--upstream', u]), '--strategy', strategy, '--log-level', 'warn', ...more];
-  const t: Target = await startWarmroute(urls[0], extra);
+/** `kvEvents`: the gateway reads each replica's KV events (its upstreams then come from a config file). */
+export async function startGateway(urls: string[], strategy: string, more: string[] = [], kvEvents: KvEndpoint[] | null = null): Promise<Gateway> {
+  let t: Target;
+  if (kvEvents === null) {
+    t = await startWarmroute(urls[0], [...urls.slice(1).flatMap((u) => ['--upstream', u]), '--strategy', strategy, '--log-level', 'warn', ...more]);
+  } else {
+    const file = join(tmpdir(), `warmroute-bench-kv-${process.pid}-${Date.now()}.json`);
+    writeFileSync(file, JSON.stringify({ upstreams: urls.map((url, i) => ({ url, kvEvents: kvEvents[i] })) }));
+    t = await startWarmroute('', ['--config', file, '--strategy', strategy, '--log-level', 'warn', ...more]);
+  }
   const adminUrl = t.adminUrl!;
   const proc = t.child!.proc;
   // A gateway that dies mid-run turns every later request into ECONNREFUSED: keep what it said

@@ -10,6 +10,7 @@ export const LABELS: Record<string, string> = {
   'least-loaded': 'least-loaded',
   'session-hash': 'session-hash (ring, no load cap)',
   affinity: '**warmroute** (affinity)',
+  'warmroute-events': '**warmroute** + vLLM KV events (exact residency)',
   oracle: 'oracle (session i → replica i mod R, no gateway)',
 };
 

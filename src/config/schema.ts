@@ -23,6 +23,16 @@ export const UpstreamSchema = Type.Object({
    */
   apiKey: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, pattern: '^[\\x21-\\x7e]+$' })),
   weight: Type.Number({ exclusiveMinimum: 0, default: 1 }),
+  /**
+   * vLLM's KV cache events (its --kv-events-config publisher): the ZMQ PUB endpoint, the ROUTER one
+   * for replays (optional: a gap then loses exactness until the stream is back in sequence) and
+   * the topic. For dns:// upstreams use the top-level kvEvents.port convention instead.
+   */
+  kvEvents: Type.Optional(Type.Object({
+    endpoint: Type.String({ pattern: '^tcp://[^/]+:[0-9]+$' }),
+    replayEndpoint: Type.Optional(Type.String({ pattern: '^tcp://[^/]+:[0-9]+$' })),
+    topic: Type.Optional(Type.String()),
+  }, { additionalProperties: false })),
   /** https replicas: a private CA (PEM file) and the name to verify, when it is not the url's host. */
   tls: Type.Optional(Type.Object({
     caFile: Type.Optional(Type.String({ minLength: 1 })),
@@ -272,6 +282,25 @@ export const ConfigSchema = Type.Object({
     forgetAfterMs: Ms(600_000),
     /** Never eject more than this share of the fleet (Envoy's max_ejection_percent; one replica always may be, as in Envoy). */
     maxEjectionPercent: Type.Number({ minimum: 0, maximum: 100, default: 50 }),
+  }),
+  /** Reading vLLM's KV cache events (exact residency); per upstream `kvEvents` says where. */
+  kvEvents: Section({
+    /**
+     * dns:// upstreams: every address's publisher is tcp://<address>:port (vLLM's default 5557);
+     * null = no KV events for them. replayPort likewise (vLLM's replay socket, e.g. 5558).
+     */
+    port: Type.Union([Type.Integer({ minimum: 1, maximum: 65535 }), Type.Null()], { default: null }),
+    replayPort: Type.Union([Type.Integer({ minimum: 1, maximum: 65535 }), Type.Null()], { default: null }),
+    /** Topic for dns:// upstreams (and static ones that name none); '' = every topic. */
+    topic: Type.String({ default: '' }),
+    /** The tier routing counts: GPU (what a prefill reads first); CPU is vLLM's offload tier. */
+    medium: Type.String({ minLength: 1, default: 'GPU' }),
+    /** Engine blocks remembered per replica (oldest stored forgotten first): memory ≈ 150 B each. */
+    maxBlocksPerReplica: Type.Integer({ minimum: 1, default: 262_144 }),
+    /** A replay that has not ended by then counts as failed: the replica loses exactness until its stream is back in order. */
+    replayTimeoutMs: Ms(2_000),
+    /** Live batches held while a replay runs; past it the replay is abandoned. */
+    maxPendingBatches: Type.Integer({ minimum: 1, default: 10_000 }),
   }),
   /** dns:// upstreams. */
   discovery: Section({

@@ -9,6 +9,7 @@ import { createDiscovery, type AddressResolver, type Discovery } from './discove
 import { createDrains, type Drains } from './drain.js';
 import { createHealth, type Health, type HealthOptions } from './health.js';
 import { createHotPrefixes, type HotPrefixes } from './hot-prefixes.js';
+import { createKvStreams, type KvStreams } from './kv-events/streams.js';
 import { createLastPrompts, type LastPrompts } from './last-prompts.js';
 import { createMembership, type Membership } from './membership.js';
 import type { Registry } from './registry.js';
@@ -30,6 +31,8 @@ export interface Fleet {
   readonly warmup: Warmup;
   readonly lastPrompts: LastPrompts;
   readonly hot: HotPrefixes;
+  /** vLLM KV event subscribers, one per replica that publishes. */
+  readonly kvStreams: KvStreams;
   /** Per exchange, after it ended: keeps the keyed session's last prompt, counts its shared prefix. */
   served(identity: RequestIdentity, target: string, body: Buffer | null, ended: ServedExchange): void;
   /** Resolves dns:// upstreams and checks the fleet once (before listening). */
@@ -79,9 +82,10 @@ export function createFleet(deps: {
   const drains = createDrains({ registry, router, store, lastPrompts, agent, stopping: stopping.signal, metrics, log, options: config.handoff });
   const membership = createMembership({ registry, health, drains, router, metrics, log, drainMs: () => config.timeouts.drainMs, forgetAdmission: deps.forgetAdmission });
   const discovery = createDiscovery({ membership, log, metrics, upstreams: config.upstreams, options: config.discovery, resolver: deps.resolver });
+  const kvStreams = createKvStreams({ config, replicas: () => registry.replicas, router, metrics, log });
 
   return {
-    health, drains, membership, discovery, warmup, lastPrompts, hot,
+    health, drains, membership, discovery, warmup, lastPrompts, hot, kvStreams,
     served(identity, target, body, ended) {
       if (body === null || ended.ending !== 'complete' || ended.status >= 400 || identity.kind === 'other') return;
       if (identity.sessionKey !== null && config.handoff.enabled) {
@@ -98,10 +102,12 @@ export function createFleet(deps: {
     start() {
       health.start();
       discovery.start();
+      kvStreams.start();
     },
     stop() {
       health.stop();
       discovery.stop();
+      kvStreams.stop();
       stopping.abort();
     },
     reconfigure(next) {
@@ -120,6 +126,7 @@ export function createFleet(deps: {
       drains.setOptions(next.handoff);
       warmup.setOptions(next.warmup);
       discovery.setUpstreams(next.upstreams, next.discovery);
+      kvStreams.setConfig(next);
     },
   };
 }

@@ -1,7 +1,11 @@
 /**
  * Which replica recently served which chain link: the gateway's model of every replica's prefix
- * cache, bounded three ways — a global LRU by entries, a TTL per entry, and a per-replica token
- * budget (its KV capacity) that forgets the replica's least recently used links first.
+ * cache, bounded three ways — a global LRU by entries, an age past which an entry is believed
+ * evicted, and a per-replica token budget (its KV capacity) that forgets the replica's least
+ * recently used links first. The age starts at the TTL and is each replica's own: the cached-token
+ * feedback lowers it when the replica served less than predicted (evicted()) and raises it back
+ * when an old prefix was still served (kept()); a replica whose KV events say exactly what it
+ * evicts has none (setExact(), forgetLinks()).
  *
  * An entry is one (link, replica) pair. Entries live in a slab of typed arrays indexed by slot, so
  * 600K of them are a few flat arrays rather than 600K heap objects for the GC to trace:
@@ -35,11 +39,32 @@ export interface PrefixIndex {
   /** The replica's KV capacity in tokens (null or ≤ 0: unknown, no per-replica bound). */
   setCapacity(replica: string, tokens: number | null): void;
   forgetReplica(replica: string): void;
+  /** The replica no longer holds these links (its KV events said so). */
+  forgetLinks(replica: string, links: readonly string[]): void;
+  /**
+   * Exact residency: the replica's KV events say what it evicts, so its entries no longer expire
+   * by age (the bounds by entries and capacity still hold). Off: its retention estimate again.
+   */
+  setExact(replica: string, exact: boolean): void;
+  /**
+   * The replica served only `keptTokens` of a chain the index believed warm beyond that: it has
+   * evicted. The chain's links past `keptTokens` go, and so does everything the replica last used
+   * no later than the lost link (it frees least recently used first). Its retention estimate
+   * drops to the lost link's age. Returns that age, or null when the index held nothing beyond.
+   */
+  evicted(replica: string, chain: readonly string[], chainTokens: readonly number[], keptTokens: number, now: number): number | null;
+  /** The replica served the chain's first `tokens` from cache: it keeps things at least that long. */
+  kept(replica: string, chain: readonly string[], chainTokens: readonly number[], tokens: number, now: number): void;
+  /** How long the index believes the replica keeps an unused prefix (Infinity while exact). */
+  retentionMs(replica: string): number;
   size(): number;
   tokensByReplica(): Map<string, number>;
 }
 
 const NIL = -1;
+// A miss found right after a turn would drive the estimate to 0 and blind routing to that replica
+// until a hit; a second is below any useful retention and keeps the replica's latest turns.
+const MIN_RETENTION_MS = 1000;
 const FIRST_SLAB = 4096;
 
 export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
@@ -68,6 +93,10 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
   const rTail: number[] = [];
   const rTokens: number[] = [];
   const rCap: number[] = [];
+  /** Per replica: the feedback's retention estimate (≤ ttl), and whether KV events make it exact. */
+  const rRetention: number[] = [];
+  const rExact: boolean[] = [];
+  const ttlOf = (r: number) => (rExact[r] ? Infinity : rRetention[r]);
 
   function idOf(name: string): number {
     let r = ids.get(name);
@@ -79,6 +108,8 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
       rTail.push(NIL);
       rTokens.push(0);
       rCap.push(Infinity);
+      rRetention.push(ttl);
+      rExact.push(false);
     }
     return r;
   }
@@ -167,8 +198,21 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
     while (rTokens[r] > rCap[r] && rTail[r] !== NIL) remove(rTail[r]);
   }
 
+  // Per replica, oldest first: each has its own retention, and an exact one does not expire.
   function sweepExpired(now: number): void {
-    while (gTail !== NIL && now - seen[gTail] > ttl) remove(gTail);
+    for (let r = 0; r < names.length; r++) {
+      const t = ttlOf(r);
+      while (rTail[r] !== NIL && now - seen[rTail[r]] > t) remove(rTail[r]);
+    }
+  }
+
+  /** Slot of the chain's deepest link on replica r holding more than `tokens`, scanning back. */
+  function deepestBeyond(chain: readonly string[], chainTokens: readonly number[], r: number, tokens: number): number {
+    for (let i = chain.length - 1; i >= 0 && chainTokens[i] > tokens; i--) {
+      const s = find(chain[i], r);
+      if (s !== NIL) return s;
+    }
+    return NIL;
   }
 
   return {
@@ -178,7 +222,7 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
       for (let i = chain.length - 1; i >= 0; i--) {
         let s = heads.get(chain[i]) ?? NIL;
         for (; s !== NIL; s = sib[s]) {
-          if (now - seen[s] > ttl) continue;
+          if (now - seen[s] > ttlOf(rep[s])) continue;
           const name = names[rep[s]];
           if (!out.has(name)) out.set(name, chainTokens[i]);
         }
@@ -228,6 +272,53 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
       const r = ids.get(replica);
       if (r === undefined) return;
       while (rHead[r] !== NIL) remove(rHead[r]);
+    },
+
+    forgetLinks(replica, lost) {
+      const r = ids.get(replica);
+      if (r === undefined) return;
+      for (const link of lost) {
+        const s = find(link, r);
+        if (s !== NIL) remove(s);
+      }
+    },
+
+    setExact(replica, exact) {
+      rExact[idOf(replica)] = exact;
+    },
+
+    evicted(replica, chain, chainTokens, keptTokens, now) {
+      const r = ids.get(replica);
+      if (r === undefined) return null;
+      const lost = deepestBeyond(chain, chainTokens, r, keptTokens);
+      if (lost === NIL) return null;
+      const lostAt = seen[lost];
+      for (let i = chain.length - 1; i >= 0 && chainTokens[i] > keptTokens; i--) {
+        const s = find(chain[i], r);
+        if (s !== NIL) remove(s);
+      }
+      while (rTail[r] !== NIL && seen[rTail[r]] <= lostAt) remove(rTail[r]);
+      const age = Math.max(0, now - lostAt);
+      rRetention[r] = Math.min(rRetention[r], Math.max(age, MIN_RETENTION_MS));
+      return age;
+    },
+
+    kept(replica, chain, chainTokens, tokens, now) {
+      const r = ids.get(replica);
+      if (r === undefined || tokens <= 0) return;
+      // The deepest link within what was served from cache: it had been kept since it was last seen.
+      for (let i = chain.length - 1; i >= 0; i--) {
+        if (chainTokens[i] > tokens) continue;
+        const s = find(chain[i], r);
+        if (s === NIL) continue;
+        rRetention[r] = Math.min(ttl, Math.max(rRetention[r], now - seen[s]));
+        return;
+      }
+    },
+
+    retentionMs(replica) {
+      const r = ids.get(replica);
+      return r === undefined ? ttl : ttlOf(r);
     },
 
     size: () => count,

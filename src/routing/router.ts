@@ -11,11 +11,12 @@ import { runningOf } from './load.js';
 import { createMoveLog } from './moves.js';
 import { resolveRoutingOptions, type RoutingOptionsInput } from './options.js';
 import { decide } from './pipeline.js';
+import { createKvResidency } from './kv-residency.js';
 import { createPrefixIndex } from './prefix-index.js';
 import { compose } from './strategies.js';
 import { createStoredResponses } from './stored-responses.js';
 import { createTraffic } from './traffic.js';
-import type { Decision, RouteContext, Router, StateLostReason } from './types.js';
+import type { Decision, ResidencyObserver, RouteContext, Router, StateLostReason } from './types.js';
 
 export const STRATEGIES = STRATEGY_NAMES;
 export type Strategy = StrategyName;
@@ -36,7 +37,21 @@ export interface RouterDeps {
     /** A request needing a stored response could not go to its holder (for the metric and the log). */
     readonly onStateLost?: (reason: StateLostReason, replica: string | null) => void;
   };
+  /** Told what the cache beliefs get right and wrong (metrics). */
+  readonly residency?: ResidencyObserver;
+  /** Engine blocks tracked per replica whose KV events are read (the config's kvEvents.maxBlocksPerReplica). */
+  readonly kvMaxBlocks?: number;
 }
+
+/**
+ * A replica served fewer cached tokens than predicted by more than this share (or 4 blocks, the
+ * estimate's own error on a short prompt): it evicted.
+ */
+const EVICTION_SLACK = 0.1;
+const EVICTION_SLACK_TOKENS = 64;
+// A response can end before the KV events of its prefill arrive (a 1-token answer): the mapping
+// to engine blocks is learnt a little later.
+const LEARN_DELAY_MS = 100;
 
 const RESPONSES_DEFAULTS = defaultsOf(ResponsesSchema);
 
@@ -82,6 +97,43 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const fetchMs = deps.responses?.fetchMs ?? RESPONSES_DEFAULTS.fetchMs;
   // Requests whose prefetch found the shared store silent: their miss is not a known one.
   const unconfirmed = new WeakSet<RequestIdentity>();
+  const observe = deps.residency;
+  /** Replicas whose KV event stream is live: exact residency, no feedback guesses. */
+  const live = new Set<string>();
+  const routedAt = new WeakMap<RequestIdentity, number>();
+  const residency = createKvResidency({
+    maxBlocks: deps.kvMaxBlocks ?? 262_144,
+    hooks: {
+      lost(replica, links) {
+        index.forgetLinks(replica, links);
+        observe?.evicted(replica, 'events', links.length);
+      },
+      cleared: (replica) => index.forgetReplica(replica),
+    },
+  });
+
+  /** Cached-token feedback: what the index predicted there against what the replica served. */
+  function feedback(identity: RequestIdentity, replica: string, matched: number, cachedTokens: number, t: number): void {
+    const scale = cost.tokenScale();
+    const predicted = Math.min(matched, identity.promptTokens) * scale;
+    observe?.cachedTokens(replica, Math.round(predicted), cachedTokens);
+    if (live.has(replica)) return; // its events already say exactly what it evicted
+    if (cachedTokens + Math.max(EVICTION_SLACK_TOKENS, EVICTION_SLACK * predicted) < predicted) {
+      const age = index.evicted(replica, identity.chain, identity.chainTokens, cachedTokens / scale, t);
+      if (age !== null) observe?.evicted(replica, 'feedback', 1);
+    } else if (cachedTokens > 0) {
+      index.kept(replica, identity.chain, identity.chainTokens, cachedTokens / scale, t);
+    }
+  }
+
+  function learnBlocks(identity: RequestIdentity, replica: string, promptTokens: number): void {
+    const sentAt = routedAt.get(identity);
+    if (sentAt === undefined) return;
+    setTimeout(() => {
+      if (!live.has(replica)) return;
+      observe?.learned(replica, residency.learn(replica, identity.chain, identity.chainTokens, promptTokens, sentAt).reason);
+    }, LEARN_DELAY_MS).unref();
+  }
 
   /**
    * A request that needs a stored response: to the replica holding it, whatever its load, as
@@ -130,6 +182,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
 
   function forgetReplica(replica: string) {
     index.forgetReplica(replica);
+    residency.reset(replica);
     store.forgetReplica(replica);
     moves.forgetReplica(replica);
     traffic.forget(replica);
@@ -156,6 +209,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
         const notes = new Map<string, Seen>();
         for (const r of d.ranked) notes.set(r.name, { matched: ctx.warm.get(r.name) ?? 0, waiting: r.waiting, running: runningOf(r) });
         seen.set(req.identity, notes);
+        routedAt.set(req.identity, ctx.now);
       }
       return d;
     },
@@ -175,7 +229,10 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
         stored.served(outcome.responseId, outcome.replica, outcome.promptTokens ?? identity.promptTokens, t);
       }
       broken.healed(key);
+      const s = seen.get(identity)?.get(outcome.replica);
+      if (outcome.cachedTokens !== null && s !== undefined) feedback(identity, outcome.replica, s.matched, outcome.cachedTokens, t);
       index.record(identity.chain, identity.chainTokens, outcome.replica, t);
+      if (outcome.promptTokens !== null && live.has(outcome.replica)) learnBlocks(identity, outcome.replica, outcome.promptTokens);
       traffic.served(outcome.replica, t);
       if (identity.sessionKey !== null) store.pin(identity.sessionKey, outcome.replica, identity.promptTokens, t);
       else if (identity.placementKey !== null) {
@@ -185,7 +242,6 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       }
       if (outcome.promptTokens !== null) cost.observeTokens(identity.promptTokens, outcome.promptTokens);
       if (outcome.replicaTtftMs === null) return;
-      const s = seen.get(identity)?.get(outcome.replica);
       const exact = outcome.promptTokens !== null && outcome.cachedTokens !== null;
       const uncached = exact
         ? (outcome.promptTokens as number) - (outcome.cachedTokens as number)
@@ -216,6 +272,8 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     },
     replicaLeft(replica) {
       forgetReplica(replica);
+      residency.remove(replica);
+      live.delete(replica);
       stored.left(replica);
       cost.remove(replica);
     },
@@ -225,6 +283,27 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       costByReplica: cost.snapshot(),
       tokenScale: cost.tokenScale(),
       responseRecords: stored.size(),
+      retentionByReplica: new Map([...new Set([...index.tokensByReplica().keys(), ...residency.replicas()])].map((r) => [r, index.retentionMs(r)])),
+      kvBlocksByReplica: new Map(residency.replicas().map((r) => [r, residency.stats(r) as { blocks: number; links: number }])),
     }),
+    kvEvents(replica, events) {
+      if (!composition.learns) return;
+      residency.apply(replica, events, now());
+    },
+    kvStream(replica, state) {
+      if (state === 'lost') {
+        if (!live.delete(replica)) return;
+        index.setExact(replica, false);
+        // Removals may have gone by unseen: what is mapped can no longer be trusted.
+        residency.reset(replica);
+        return;
+      }
+      if (state === 'restarted') {
+        residency.reset(replica);
+        index.forgetReplica(replica);
+      }
+      live.add(replica);
+      index.setExact(replica, true);
+    },
   };
 }

@@ -5,6 +5,7 @@
 import type { RequestIdentity } from '../identify/identity.js';
 import type { SessionInfo } from '../store/types.js';
 import type { Drift } from './drift.js';
+import type { KvEvent } from './kv-residency.js';
 import type { RoutingOptionsInput } from './options.js';
 
 /** Why a request went where it went. Bounded: used as a metric label. */
@@ -168,6 +169,26 @@ export interface Router {
   replicaLeft(replica: string): void;
   /** Routing state for /admin and gauges; cheap enough to call once per scrape, not per request. */
   stats(): RouterStats;
+  /**
+   * A replica's KV events (fleet/kv-events/), decoded and of the tier routing counts. While its
+   * stream is live, what it says is evicted is forgotten and its entries stop expiring by age.
+   */
+  kvEvents(replica: string, events: readonly KvEvent[]): void;
+  /**
+   * The replica's event stream: `live` (in sequence), `restarted` (it starts empty: nothing it held
+   * before is believed), `lost` (a gap no replay filled, or no stream: back to the retention estimate).
+   */
+  kvStream(replica: string, state: 'live' | 'restarted' | 'lost'): void;
+}
+
+/** What the router tells about its cache beliefs, for the metrics (server.ts wires them). */
+export interface ResidencyObserver {
+  /** A served request with usage: the cached tokens the index predicted there (replica tokens) and those served. */
+  cachedTokens(replica: string, predicted: number, served: number): void;
+  /** The replica served fewer cached tokens than predicted: it evicted (`source`: feedback) or its events said so (events). */
+  evicted(replica: string, source: 'feedback' | 'events', links: number): void;
+  /** Mapping a served request to the replica's engine blocks: learned, or why not. */
+  learned(replica: string, outcome: string): void;
 }
 
 /** What the cost model has learned about one replica. */
@@ -190,4 +211,8 @@ export interface RouterStats {
   readonly tokenScale: number;
   /** Stored-response records (response id → replica) this gateway holds. */
   readonly responseRecords: number;
+  /** Per replica: how long an unused prefix is believed kept (ms; Infinity while its KV events are live). */
+  readonly retentionByReplica: ReadonlyMap<string, number>;
+  /** Per replica with KV events: engine blocks known resident, and chain links mapped to them. */
+  readonly kvBlocksByReplica: ReadonlyMap<string, { blocks: number; links: number }>;
 }

@@ -143,3 +143,56 @@ describe('prefix index: memory', () => {
     assert.ok(bytes < 100e6, `${(bytes / 1e6).toFixed(1)} MB`);
   });
 });
+
+describe('prefix index: residency feedback and exact eviction', () => {
+  it('forgetLinks: what the KV events say is evicted no longer matches on that replica only', () => {
+    const idx = createPrefixIndex(big);
+    idx.record(...chain('a', 4), 'r0', 0);
+    idx.record(...chain('a', 4), 'r1', 0);
+    idx.forgetLinks('r0', ['a-3', 'a-2']);
+    assert.deepEqual(Object.fromEntries(idx.match(...chain('a', 4), 0)), { r0: 200, r1: 400 });
+  });
+
+  it('setExact: an exact replica keeps entries past the TTL, the others expire', () => {
+    const idx = createPrefixIndex({ maxEntries: 100, ttlMs: 1000 });
+    idx.record(...chain('a', 3), 'r0', 0);
+    idx.record(...chain('a', 3), 'r1', 0);
+    idx.setExact('r0', true);
+    idx.record(...chain('z', 1), 'r1', 5000); // a record sweeps expired entries
+    assert.deepEqual(Object.fromEntries(idx.match(...chain('a', 3), 5000)), { r0: 300 });
+    assert.equal(idx.retentionMs('r0'), Infinity);
+    idx.setExact('r0', false);
+    assert.deepEqual(Object.fromEntries(idx.match(...chain('a', 3), 5000)), {});
+  });
+
+  it('evicted: the chain past what was served goes, with all the replica used before it, and retention drops', () => {
+    const idx = createPrefixIndex({ maxEntries: 1000, ttlMs: 600_000 });
+    idx.record(...chain('old', 3), 'r0', 1_000);
+    idx.record(...chain('a', 5), 'r0', 10_000);
+    idx.record(...chain('new', 3), 'r0', 20_000);
+    idx.record(...chain('a', 5), 'r1', 10_000);
+    const age = idx.evicted('r0', ...chain('a', 6), 200, 40_000);
+    assert.equal(age, 30_000);
+    assert.equal(idx.retentionMs('r0'), 30_000);
+    assert.equal(idx.retentionMs('r1'), 600_000);
+    const m = Object.fromEntries(idx.match(...chain('a', 6), 40_000));
+    assert.deepEqual(m, { r1: 500 }, 'r0 lost all of a past 200 tokens, and a itself was used no later than the lost link');
+    assert.deepEqual(Object.fromEntries(idx.match(...chain('old', 3), 40_000)), {}, 'used before the lost link: surely lost');
+    assert.deepEqual(Object.fromEntries(idx.match(...chain('new', 3), 40_000)), { r0: 300 }, 'used after it: kept');
+    // Past the new retention, r0's entries are no longer believed.
+    assert.deepEqual(Object.fromEntries(idx.match(...chain('new', 3), 51_000)), {});
+    // A hit on an older prefix raises it back (never above the TTL).
+    idx.record(...chain('b', 2), 'r0', 60_000);
+    idx.kept('r0', ...chain('b', 2), 200, 60_000 + 25_000);
+    assert.equal(idx.retentionMs('r0'), 30_000);
+    idx.kept('r0', ...chain('b', 2), 200, 60_000 + 45_000);
+    assert.equal(idx.retentionMs('r0'), 45_000);
+  });
+
+  it('evicted: nothing believed beyond what was served is no eviction', () => {
+    const idx = createPrefixIndex(big);
+    idx.record(...chain('a', 2), 'r0', 0);
+    assert.equal(idx.evicted('r0', ...chain('a', 3), 200, 10), null);
+    assert.equal(idx.retentionMs('r0'), 60_000);
+  });
+});

@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createKvResidency, type KvEvent } from '../../src/routing/kv-residency.js';
+
+// Blocks of 4 tokens; a chain of hashes `${tag}1`, `${tag}2`, ... under `parent`.
+const stored = (tag: string, from: number, to: number, parent: string | null = from > 1 ? `${tag}${from - 1}` : null): KvEvent => ({
+  type: 'stored', hashes: Array.from({ length: to - from + 1 }, (_, i) => `${tag}${from + i}`), parent, tokenCount: (to - from + 1) * 4, blockSize: 4, medium: 'GPU',
+});
+
+function residency(maxBlocks = 1000) {
+  const lost: string[] = [];
+  let cleared = 0;
+  const r = createKvResidency({ maxBlocks, hooks: { lost: (_r, links) => void lost.push(...links), cleared: () => void cleared++ } });
+  return { r, lost, cleared: () => cleared };
+}
+
+describe('KV residency: learning which engine blocks a request ended in', () => {
+  it('the block at the prompt\'s depth, stored since it was sent; links spread over its ancestors', () => {
+    const { r, lost } = residency();
+    r.apply('a', [stored('x', 1, 10)], 5);
+    // Links: system (20 estimated tokens of 40), user (40 of 40); 40 real tokens = depth 10.
+    assert.equal(r.learn('a', ['sys', 'user'], [20, 40], 40, 5).reason, 'learned');
+    assert.deepEqual(r.stats('a'), { blocks: 10, links: 2 });
+    r.apply('a', [{ type: 'removed', hashes: ['x10'], medium: 'GPU' }], 6);
+    assert.deepEqual(lost, ['user']);
+    r.apply('a', [{ type: 'removed', hashes: ['x9', 'x8', 'x7', 'x6', 'x5'], medium: 'GPU' }], 6);
+    assert.deepEqual(lost, ['user', 'sys'], 'the system link ended in block 5');
+  });
+
+  it('blocks stored before the request was sent are not its own', () => {
+    const { r } = residency();
+    r.apply('a', [stored('x', 1, 10)], 1);
+    assert.equal(r.learn('a', ['l'], [40], 40, 5).reason, 'none');
+  });
+
+  it('two at that depth: the conversation\'s earlier link picks its lineage, else ambiguous', () => {
+    const { r } = residency();
+    r.apply('a', [stored('x', 1, 5)], 1);
+    assert.equal(r.learn('a', ['sys'], [20], 20, 1).reason, 'learned');
+    r.apply('a', [stored('x', 6, 10), stored('y', 1, 10)], 2);
+    assert.equal(r.learn('a', ['other'], [40], 40, 2).reason, 'ambiguous', 'no mapped link: cannot tell x from y');
+    assert.equal(r.learn('a', ['sys', 'user'], [20, 40], 40, 2).reason, 'learned', 'sys is on x');
+  });
+
+  it('a prompt served wholly from cache (nothing stored since): the block of its own lineage at that depth', () => {
+    const { r, lost } = residency();
+    r.apply('a', [stored('x', 1, 10)], 1);
+    assert.equal(r.learn('a', ['sys', 'u1'], [20, 40], 40, 1).reason, 'learned');
+    // The next turn adds under a block: same depth, nothing new stored.
+    assert.equal(r.learn('a', ['sys', 'u1', 'a1', 'u2'], [20, 40, 41, 42], 42, 5).reason, 'learned');
+    r.apply('a', [{ type: 'removed', hashes: ['x10'], medium: 'GPU' }], 6);
+    assert.deepEqual(lost.sort(), ['a1', 'u1', 'u2']);
+  });
+
+  it('a request shorter than a block, or a replica never heard from, learns nothing', () => {
+    const { r } = residency();
+    assert.equal(r.learn('a', ['l'], [40], 40, 0).reason, 'unknown_replica');
+    r.apply('a', [stored('x', 1, 1)], 1);
+    assert.equal(r.learn('a', ['l'], [3], 3, 0).reason, 'short');
+  });
+
+  it('AllBlocksCleared empties the replica and tells the index; reset starts it empty', () => {
+    const { r, cleared } = residency();
+    r.apply('a', [stored('x', 1, 4)], 1);
+    r.apply('a', [{ type: 'cleared' }], 2);
+    assert.equal(cleared(), 1);
+    assert.deepEqual(r.stats('a'), { blocks: 0, links: 0 });
+    r.apply('a', [stored('x', 1, 4)], 3);
+    r.reset('a');
+    assert.deepEqual(r.stats('a'), { blocks: 0, links: 0 });
+  });
+
+  it('memory: at most maxBlocks per replica, the oldest stored first out', () => {
+    const { r } = residency(8);
+    r.apply('a', [stored('x', 1, 20)], 1);
+    assert.equal(r.stats('a')?.blocks, 8);
+    // A block whose parent was dropped has no known depth: it cannot be mistaken for another's.
+    r.apply('a', [stored('z', 2, 2, 'unknown-parent')], 2);
+    assert.equal(r.learn('a', ['l'], [4], 4, 2).reason, 'none');
+  });
+});
