@@ -209,17 +209,18 @@ async function cuttingProxy(port: string) {
         while ((i = buf.indexOf('\n\n')) >= 0) {
           const ev = buf.slice(0, i + 2);
           buf = buf.slice(i + 2);
-          res.write(ev);
           const m = /"delta":\{"content":("(?:[^"\\]|\\.)*")/.exec(ev);
           if (m && JSON.parse(m[1]) !== '') {
             sent += JSON.parse(m[1]);
             if (++contentChunks === 3) {
               cuts++;
               ur.destroy();
-              res.socket?.destroy();
+              // Cut only once the third chunk has left, so the gateway has all that was "sent".
+              res.write(ev, () => res.socket?.destroy());
               return;
             }
           }
+          res.write(ev);
         }
       });
       ur.on('end', () => res.end());
