@@ -36,11 +36,12 @@ export function validationError(kind: string, loc: (string | number)[], msg: str
 }
 
 export const errors = {
-  invalidJson: (reason: string) => validationError('json_invalid', ['body', 0], 'JSON decode error', reason),
+  /** The loc is the character offset where parsing failed (Python's and V8's agree on it). */
+  invalidJson: (reason: string, position: number) =>
+    err(400, `1 validation error:\n  {'type': 'json_invalid', 'loc': 'body.${position}', 'msg': 'JSON decode error', 'input': '<dict of 0 items>', 'ctx': {'error': ${pyRepr(reason)}}}`, 'Bad Request', `body.${position}`),
   missing: (field: string) => validationError('missing', ['body', field], 'Field required'),
   invalid: (field: string, msg: string, kind = 'value_error', input: unknown = {}) => validationError(kind, ['body', field], msg, input),
-  unsupportedMediaType: () =>
-    validationError('value_error', ['header', 'content-type'], "Unsupported Media Type: Only 'application/json' is allowed"),
+  unsupportedMediaType: () => err(400, "1 validation error:\n  Unsupported Media Type: Only 'application/json' is allowed", 'Bad Request'),
   unknownModel: (model: string, served: string) => err(404, `The model \`${model}\` does not exist. Valid aliases: ${served}.`, 'NotFoundError', 'model'),
   // vLLM tokenizes with truncation at max_model_len + 1, so it only knows "at least" that many.
   contextTooLong: (maxModelLen: number) =>

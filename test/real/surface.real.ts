@@ -3,6 +3,7 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { request } from 'undici';
 import { startReplica, type SimReplica } from '../../bench/sim/index.js';
 import type { FleetState } from '../../bench/real/fleet-vllm.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
@@ -117,6 +118,30 @@ describe('real vLLM: HTTP surface through warmroute', () => {
       const simRes = await postJson(`${sim.url}/v1/chat/completions`, { ...body, model: body.model === 'tiny-llama' ? f.model : body.model });
       assert.equal(simRes.status, real.status);
       assert.deepEqual(simRes.body, real.body, 'the simulator\'s body is vLLM\'s');
+    });
+  }
+
+  // Bodies the gateway must read before routing: it answers them with its own errors; the
+  // simulator answers them with vLLM's (apart from the JSON parser's wording in ctx.error).
+  const unreadable: [string, string, string, number, string][] = [
+    ['a body that is not JSON', 'application/json', '{"model":"tiny-llama","messages":[{"role":"user","content":"hi"}]', 400, 'invalid_json'],
+    ['a body that is not application/json', 'text/plain', '{}', 415, 'unsupported_media_type'],
+  ];
+  for (const [what, contentType, raw, gwStatus, code] of unreadable) {
+    it(`warmroute answers ${what} itself (${gwStatus} ${code}); the simulator gives vLLM's error for it`, async () => {
+      const send = async (base: string) => {
+        const res = await request(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': contentType }, body: raw });
+        return { status: res.statusCode, body: JSON.parse(await res.body.text()) };
+      };
+      const viaGw = await send(g.url);
+      const real = await send(direct);
+      const simRes = await send(sim.url);
+      assert.equal(viaGw.status, gwStatus);
+      assert.equal(viaGw.body.error.code, code);
+      assert.equal(real.status, 400);
+      assert.equal(simRes.status, real.status);
+      const withoutCtx = (b: any) => ({ ...b.error, message: b.error.message.replace(/, 'ctx': \{'error': .*\}\}$/, '}') });
+      assert.deepEqual(withoutCtx(simRes.body), withoutCtx(real.body), 'the simulator\'s body is vLLM\'s');
     });
   }
 });
