@@ -61,7 +61,7 @@ function modelsBody(deps: RouteDeps): string {
         max_model_len: cfg.maxModelLen,
         permission: [
           {
-            id: `modelperm-${randomHex(32)}`,
+            id: `modelperm-${randomHex(16)}`,
             object: 'model_permission',
             created,
             allow_create_engine: false,

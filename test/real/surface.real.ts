@@ -53,6 +53,22 @@ describe('real vLLM: HTTP surface through warmroute', () => {
     assert.deepEqual(keys(simRes.body.usage), keys(real.body.usage), 'and usage fields');
   });
 
+  it('/v1/responses through warmroute: vLLM\'s response object, and the simulator\'s has the same fields', async () => {
+    const body = { model: f.model, input: `responses ${RUN}`, max_output_tokens: 3, temperature: 0 };
+    const viaGw = await postJson(`${g.url}/v1/responses`, body);
+    const real = await postJson(`${direct}/v1/responses`, body);
+    const simRes = await postJson(`${sim.url}/v1/responses`, body);
+    assert.equal(viaGw.status, 200, viaGw.text);
+    assert.deepEqual(keys(viaGw.body), keys(real.body));
+    assert.match(real.body.id, /^resp_[0-9a-f]{16}$/);
+    assert.match(simRes.body.id, /^resp_[0-9a-f]{16}$/, 'the simulator\'s ids look like vLLM\'s');
+    assert.deepEqual(keys(simRes.body), keys(real.body), 'top-level fields');
+    assert.deepEqual(keys(simRes.body.output[0]), keys(real.body.output[0]), 'output item fields');
+    for (const part of ['input_tokens_details', 'output_tokens_details'] as const) {
+      assert.deepEqual(simRes.body.usage[part], real.body.usage[part].cached_tokens === undefined ? real.body.usage[part] : { ...real.body.usage[part], cached_tokens: simRes.body.usage[part].cached_tokens }, `usage.${part}`);
+    }
+  });
+
   it('a streamed chat through warmroute has the same content, finish and usage as a direct one (temperature 0)', async () => {
     const body = { model: f.model, stream: true, stream_options: { include_usage: true }, temperature: 0, seed: 11, max_tokens: 24, messages: [{ role: 'user', content: `stream ${RUN}` }] };
     const viaGw = await postJson(`${g.url}/v1/chat/completions`, body, { 'x-session-id': `stream-${RUN}` });

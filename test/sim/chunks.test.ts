@@ -17,7 +17,7 @@ test('a streamed chat completion has vLLM chunk shapes, one token per chunk, usa
   assert.equal(events[events.length - 1], 'data: [DONE]');
 
   const [role, ...rest] = res.chunks as any[];
-  assert.match(role.id, /^chatcmpl-[0-9a-f]{32}$/);
+  assert.match(role.id, /^chatcmpl-[0-9a-f]{16}$/);
   assert.equal(role.object, 'chat.completion.chunk');
   assert.equal(role.model, MODEL);
   assert.ok(Number.isInteger(role.created));
