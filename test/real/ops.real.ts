@@ -1,18 +1,17 @@
 // Operations against real vLLM replicas: the /metrics warmroute reads (and a real restart noticed
-// from it), mid-stream resume with continue_final_message, the KV-events stream, and the README's
-// flag list being what the fleet runs. Each checked against what the simulator (bench/sim) claims.
+// from it), mid-stream resume with continue_final_message, and the KV-events stream.
+// Each checked against what the simulator (bench/sim) claims.
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { createServer, request as httpRequest, type Server } from 'node:http';
-import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startReplica, type SimReplica } from '../../bench/sim/index.js';
 import { restartReplica, type FleetState } from '../../bench/real/fleet-vllm.js';
-import { SMALL_FLAGS, VENV_PYTHON, WARMROUTE_ENV, WARMROUTE_FLAGS, serveArgs, startReplicaProcess, stopReplicaProcess, waitHealthy } from '../../bench/real/vllm-replica.js';
+import { VENV_PYTHON } from '../../bench/real/vllm-replica.js';
+import { cuttingProxy } from './cutting-proxy.js';
 import { parseVllmMetrics } from '../../src/fleet/vllm-stats.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
@@ -159,23 +158,6 @@ describe('real vLLM: operations', () => {
     }
   });
 
-  it('the README\'s vLLM flags are exactly what the fleet runs for warmroute, and nothing else is needed', () => {
-    const readme = readFileSync('README.md', 'utf8');
-    const section = readme.slice(readme.indexOf('## Against a real server'), readme.indexOf('\n## ', readme.indexOf('## Against a real server') + 5));
-    const block = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes('vllm serve'))!;
-    assert.ok(block, 'a vllm serve command in the section');
-    const flags = [...block.matchAll(/(?:^|\s)(--[a-z-]+)/g)].map((m) => m[1]).sort();
-    const env = [...block.matchAll(/(?:^|\s)([A-Z_]+)=(\S+)/g)].map((m) => `${m[1]}=${m[2]}`);
-    const args = serveArgs({ index: 0, port: 1, kvEvents: { pub: 2, replay: 3 } });
-    const identity = ['--model', '--served-model-name', '--host', '--port'];
-    const fleetFlags = args.filter((a) => a.startsWith('--') && !identity.includes(a) && !(SMALL_FLAGS as readonly string[]).includes(a)).sort();
-    assert.deepEqual(flags, fleetFlags, 'the README lists the flags the fleet runs, apart from size and identity');
-    assert.deepEqual(flags, [...WARMROUTE_FLAGS, '--kv-events-config'].sort());
-    assert.deepEqual(env, Object.entries(WARMROUTE_ENV).map(([k, v]) => `${k}=${v}`));
-    const kv = JSON.parse(/--kv-events-config '([^']+)'/.exec(block)![1]);
-    assert.deepEqual(Object.keys(kv).sort(), ['enable_kv_cache_events', 'endpoint', 'publisher', 'replay_endpoint', 'topic']);
-    assert.match(kv.endpoint, /^tcp:\/\/\*:\d+$/, 'a wildcard PUB endpoint, or vLLM connects instead of binding');
-  });
 });
 
 function run(cmd: string, args: string[]): Promise<void> {
@@ -187,89 +169,3 @@ function run(cmd: string, args: string[]): Promise<void> {
   });
 }
 
-/**
- * A loopback proxy to a replica that, once armed, cuts the next streamed chat after three content
- * chunks (the socket destroyed, as when the replica dies), and remembers the text it let through.
- */
-async function cuttingProxy(port: string) {
-  let armed = false;
-  let cuts = 0;
-  let sent = '';
-  const server: Server = createServer((req, res) => {
-    const up = httpRequest({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers }, (ur) => {
-      res.writeHead(ur.statusCode ?? 502, ur.headers);
-      const cutThis = armed && req.url === '/v1/chat/completions' && String(ur.headers['content-type']).startsWith('text/event-stream');
-      if (cutThis) armed = false;
-      let buf = '';
-      let contentChunks = 0;
-      ur.on('data', (d: Buffer) => {
-        if (!cutThis) return void res.write(d);
-        buf += d.toString();
-        let i;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const ev = buf.slice(0, i + 2);
-          buf = buf.slice(i + 2);
-          const m = /"delta":\{"content":("(?:[^"\\]|\\.)*")/.exec(ev);
-          if (m && JSON.parse(m[1]) !== '') {
-            sent += JSON.parse(m[1]);
-            if (++contentChunks === 3) {
-              cuts++;
-              ur.destroy();
-              // Cut only once the third chunk has left, so the gateway has all that was "sent".
-              res.write(ev, () => res.socket?.destroy());
-              return;
-            }
-          }
-          res.write(ev);
-        }
-      });
-      ur.on('end', () => res.end());
-    });
-    up.on('error', () => res.socket?.destroy());
-    req.pipe(up);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
-    arm() { armed = true; sent = ''; },
-    cuts: () => cuts,
-    sentText: () => sent,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
-  };
-}
-
-describe('real vLLM without warmroute\'s flags: each one is needed', () => {
-  // One extra replica (index 9) started with none of WARMROUTE_FLAGS, no KV events and no
-  // VLLM_ENABLE_RESPONSES_API_STORE; stopped at the end.
-  let bare: Awaited<ReturnType<typeof startBare>> | null = null;
-  before(async () => { await realFleet(); bare = await startBare(); });
-  after(async () => { await stopReplicaProcess(9); });
-
-  it('without --enable-prompt-tokens-details a warm repeat reports no cached_tokens (the cache is still used)', async () => {
-    const body = { model: 'tiny-llama', max_tokens: 1, messages: [{ role: 'user', content: longText(`${RUN}-bare`) }] };
-    await postJson(`${bare!.url}/v1/chat/completions`, body);
-    const warm = await postJson(`${bare!.url}/v1/chat/completions`, body);
-    assert.equal(warm.status, 200);
-    assert.ok(warm.body.usage.prompt_tokens_details == null, JSON.stringify(warm.body.usage));
-    const metrics = (await getText(`${bare!.url}/metrics`)).text;
-    assert.ok(Number(/^vllm:prefix_cache_hits_total\{[^}]*\} (\S+)/m.exec(metrics)?.[1]) > 0, 'prefix hits counted all the same');
-  });
-
-  it('prefix caching is on by default in vLLM V1 (--enable-prefix-caching only says so explicitly)', async () => {
-    assert.match((await getText(`${bare!.url}/metrics`)).text, /^vllm:cache_config_info\{[^}]*enable_prefix_caching="True"/m);
-  });
-
-  it('without VLLM_ENABLE_RESPONSES_API_STORE=1, store: true is ignored and the follow-up is a 404', async () => {
-    const first = await postJson(`${bare!.url}/v1/responses`, { model: 'tiny-llama', input: 'hi', store: true, max_output_tokens: 2 });
-    assert.equal(first.status, 200, first.text);
-    const next = await postJson(`${bare!.url}/v1/responses`, { model: 'tiny-llama', input: 'again', previous_response_id: first.body.id, max_output_tokens: 2 });
-    assert.equal(next.status, 404, next.text);
-  });
-});
-
-async function startBare() {
-  const { freePort } = await import('../../bench/lib/procs.js');
-  const r = startReplicaProcess({ index: 9, port: await freePort(), kvEvents: { pub: 0, replay: 0 } }, { bare: true });
-  await waitHealthy(r);
-  return r;
-}
