@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { startFleet, type SimFleet } from '../../bench/sim/index.js';
 import type { FleetState } from '../../bench/real/fleet-vllm.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
-import { RUN, longText, postJson, realFleet, replicaOf } from './real-fleet.js';
+import { RUN, getText, longText, postJson, realFleet, replicaOf } from './real-fleet.js';
 
 interface Pair { warmroute: TestGateway; roundRobin: TestGateway }
 
@@ -77,6 +77,10 @@ describe('real vLLM: affinity against round-robin, and what the simulator claims
     // vLLM caches whole 128-token blocks (CPU backend): all but the last partial block.
     assert.ok(viaWarm.cached !== null && viaWarm.cached >= viaWarm.prompt - 2 * 128, `warm: ${viaWarm.cached} of ${viaWarm.prompt} cached`);
     assert.equal(viaRr.cached, 0, `round-robin: ${viaRr.cached} of ${viaRr.prompt} cached`);
+    // The gateway read the same figure out of vLLM's body into its own counter.
+    const counted = (await getText(`${real.warmroute.adminUrl}/metrics`)).text.split('\n')
+      .filter((l) => l.startsWith('warmroute_cached_tokens_total{')).reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+    assert.ok(counted >= viaWarm.cached, `warmroute_cached_tokens_total ${counted} counts the warm turn's ${viaWarm.cached}`);
     t.diagnostic(`vLLM turn 2: warmroute ${viaWarm.cached}/${viaWarm.prompt} cached (${viaWarm.replicas.join(' -> ')}), round-robin ${viaRr.cached}/${viaRr.prompt} (${viaRr.replicas.join(' -> ')})`);
 
     // The simulator claims the same (its blocks are 16 tokens).
