@@ -14,8 +14,9 @@ export const STATE_FILE = join(FLEET_DIR, 'vllm.json');
 export const SERVED_MODEL = 'tiny-llama';
 
 /**
- * What warmroute needs from vLLM, the README's list. Prefix caching and prompt-token details make
- * cached_tokens visible; the KV-events publisher feeds event-driven routing.
+ * What warmroute needs from vLLM: with --kv-events-config (kvEventsConfig) and WARMROUTE_ENV, the
+ * README's list. Prompt-token details make cached_tokens visible; prefix caching is V1's default,
+ * named so that it is never turned off.
  */
 export const WARMROUTE_FLAGS = ['--enable-prefix-caching', '--enable-prompt-tokens-details'] as const;
 export const WARMROUTE_ENV = { VLLM_ENABLE_RESPONSES_API_STORE: '1' } as const;
