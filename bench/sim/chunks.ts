@@ -1,6 +1,7 @@
 // Response bodies in vLLM's shapes. Streamed chunks follow serving_chat.py / serving_completion.py
 // (model_dump_json(exclude_unset=True): fields vLLM sets explicitly appear, even as null); the
-// usage chunk drops nulls; non-streamed bodies carry every field.
+// usage chunk drops nulls; non-streamed bodies carry every field. Field sets as vLLM 0.32 sends
+// them (checked against a real replica by test/real/surface.real.ts).
 
 import type { TokenDelta } from './output.js';
 
@@ -17,16 +18,20 @@ export interface ResponseIdentity {
   model: string;
 }
 
+/** vLLM puts `vllm-<version>-<build hash>` here; the simulator names itself. */
+export const SYSTEM_FINGERPRINT = 'vllm-0.32.0-simulator';
+
 export const sse = (json: string): string => `data: ${json}\n\n`;
 export const SSE_DONE = 'data: [DONE]\n\n';
 
-function usageObj(u: Usage): Record<string, unknown> {
+/** The streamed usage chunk's usage; chat reports created_cache_tokens there, completions do not. */
+function usageObj(u: Usage, chat: boolean): Record<string, unknown> {
   const o: Record<string, unknown> = {
     prompt_tokens: u.promptTokens,
     total_tokens: u.promptTokens + u.completionTokens,
     completion_tokens: u.completionTokens,
   };
-  if (u.cachedTokens !== null) o.prompt_tokens_details = { cached_tokens: u.cachedTokens };
+  if (u.cachedTokens !== null) o.prompt_tokens_details = chat ? { cached_tokens: u.cachedTokens, created_cache_tokens: 0 } : { cached_tokens: u.cachedTokens };
   return o;
 }
 
@@ -54,7 +59,7 @@ export function deltaJson(d: TokenDelta, toolParser: boolean): string | null {
 export const chatChunks = {
   role(r: ResponseIdentity): string {
     return sse(
-      `${head(r, 'chat.completion.chunk')},"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`,
+      `${head(r, 'chat.completion.chunk')},"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}],"prompt_token_ids":null,"prompt_text":null}`,
     );
   },
   /** A token's chunk; null when the token streams nothing (a tool parser still buffering). */
@@ -70,7 +75,7 @@ export const chatChunks = {
     );
   },
   usage(r: ResponseIdentity, u: Usage): string {
-    return sse(`${head(r, 'chat.completion.chunk')},"choices":[],"usage":${JSON.stringify(usageObj(u))}}`);
+    return sse(`${head(r, 'chat.completion.chunk')},"choices":[],"usage":${JSON.stringify(usageObj(u, true))},"system_fingerprint":"${SYSTEM_FINGERPRINT}"}`);
   },
 };
 
@@ -82,12 +87,17 @@ export const completionChunks = {
     );
   },
   usage(r: ResponseIdentity, u: Usage): string {
-    return sse(`${head(r, 'text_completion')},"choices":[],"usage":${JSON.stringify(usageObj(u))}}`);
+    return sse(`${head(r, 'text_completion')},"choices":[],"usage":${JSON.stringify(usageObj(u, false))},"system_fingerprint":"${SYSTEM_FINGERPRINT}"}`);
   },
 };
 
-function fullUsage(u: Usage): Record<string, unknown> {
-  return { ...usageObj(u), prompt_tokens_details: u.cachedTokens === null ? null : { cached_tokens: u.cachedTokens } };
+/** A non-streamed body's usage: chat counts created_cache_tokens, completions leave it null. */
+function fullUsage(u: Usage, chat: boolean): Record<string, unknown> {
+  return {
+    ...usageObj(u, chat),
+    prompt_tokens_details: u.cachedTokens === null ? null : { cached_tokens: u.cachedTokens, created_cache_tokens: chat ? 0 : null, multimodal_tokens: null },
+    completion_tokens_details: null,
+  };
 }
 
 export interface ToolCallOut {
@@ -124,13 +134,16 @@ export function chatCompletionBody(
     object: 'chat.completion',
     created: r.created,
     model: r.model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: finish, stop_reason: null, token_ids: null }],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finish, stop_reason: null, token_ids: null, routed_experts: null }],
     service_tier: null,
-    system_fingerprint: null,
-    usage: fullUsage(u),
+    system_fingerprint: SYSTEM_FINGERPRINT,
+    usage: fullUsage(u, true),
     prompt_logprobs: null,
     prompt_token_ids: null,
+    prompt_text: null,
     kv_transfer_params: null,
+    ec_transfer_params: null,
+    metrics: null,
   });
 }
 
@@ -140,10 +153,12 @@ export function completionBody(r: ResponseIdentity, text: string, finish: string
     object: 'text_completion',
     created: r.created,
     model: r.model,
-    choices: [{ index: 0, text, logprobs: null, finish_reason: finish, stop_reason: null, prompt_logprobs: null }],
+    choices: [{ index: 0, text, logprobs: null, finish_reason: finish, stop_reason: null, token_ids: null, prompt_logprobs: null, prompt_token_ids: null, routed_experts: null }],
     service_tier: null,
-    system_fingerprint: null,
-    usage: fullUsage(u),
+    system_fingerprint: SYSTEM_FINGERPRINT,
+    usage: fullUsage(u, false),
     kv_transfer_params: null,
+    ec_transfer_params: null,
+    metrics: null,
   });
 }

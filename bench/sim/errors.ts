@@ -18,26 +18,38 @@ const err = (status: number, message: string, type: string, param: string | null
   body: errorJson(message, type, status, param),
 });
 
+/** Python's repr of a value as pydantic prints it in a validation error. */
+function pyRepr(v: unknown): string {
+  if (typeof v === 'string') return v.includes("'") && !v.includes('"') ? `"${v}"` : `'${v}'`;
+  if (v === null || v === undefined) return 'None';
+  if (typeof v === 'boolean') return v ? 'True' : 'False';
+  if (typeof v === 'number') return String(v);
+  if (Array.isArray(v)) return `<list of ${v.length} items>`;
+  return `<dict of ${Object.keys(v as object).length} items>`;
+}
+
+// vLLM 0.32: one line per error, the location dotted ("body.messages"), which is also `param`.
 export function validationError(kind: string, loc: (string | number)[], msg: string, input: unknown = {}): HttpError {
-  const locStr = `(${loc.map((l) => (typeof l === 'string' ? `'${l}'` : String(l))).join(', ')})`;
-  // Python's repr of a str: double quotes when it holds a single quote ("Input should be 'user', ...").
-  const msgRepr = msg.includes("'") && !msg.includes('"') ? `"${msg}"` : `'${msg}'`;
-  const detail = `[{'type': '${kind}', 'loc': ${locStr}, 'msg': ${msgRepr}, 'input': ${JSON.stringify(input)}}]`;
-  return err(400, `1 validation error:\n  ${detail} ${detail}`, 'Bad Request');
+  const where = loc.join('.');
+  const detail = `{'type': '${kind}', 'loc': '${where}', 'msg': ${pyRepr(msg)}, 'input': ${pyRepr(input)}}`;
+  return err(400, `1 validation error:\n  ${detail}`, 'Bad Request', where);
 }
 
 export const errors = {
-  invalidJson: (reason: string) => validationError('json_invalid', ['body', 0], 'JSON decode error', reason),
+  /** The loc is the character offset where parsing failed (Python's and V8's agree on it). */
+  invalidJson: (reason: string, position: number) =>
+    err(400, `1 validation error:\n  {'type': 'json_invalid', 'loc': 'body.${position}', 'msg': 'JSON decode error', 'input': '<dict of 0 items>', 'ctx': {'error': ${pyRepr(reason)}}}`, 'Bad Request', `body.${position}`),
   missing: (field: string) => validationError('missing', ['body', field], 'Field required'),
-  invalid: (field: string, msg: string) => validationError('value_error', ['body', field], msg),
-  unsupportedMediaType: () =>
-    validationError('value_error', ['header', 'content-type'], "Unsupported Media Type: Only 'application/json' is allowed"),
-  unknownModel: (model: string) => err(404, `The model \`${model}\` does not exist.`, 'NotFoundError', 'model'),
-  contextTooLong: (maxModelLen: number, tokens: number) =>
+  invalid: (field: string, msg: string, kind = 'value_error', input: unknown = {}) => validationError(kind, ['body', field], msg, input),
+  unsupportedMediaType: () => err(400, "1 validation error:\n  Unsupported Media Type: Only 'application/json' is allowed", 'Bad Request'),
+  unknownModel: (model: string, served: string) => err(404, `The model \`${model}\` does not exist. Valid aliases: ${served}.`, 'NotFoundError', 'model'),
+  // vLLM tokenizes with truncation at max_model_len + 1, so it only knows "at least" that many.
+  contextTooLong: (maxModelLen: number) =>
     err(
       400,
-      `This model's maximum context length is ${maxModelLen} tokens. However, your request has ${tokens} input ` +
-        `tokens. Please reduce the length of the input messages. (parameter=input_tokens, value=${tokens})`,
+      `This model's maximum context length is ${maxModelLen} tokens. However, your prompt contains at least ` +
+        `${maxModelLen + 1} input tokens, which exceeds this limit even without any output tokens. Please reduce ` +
+        `the length of the input prompt. (parameter=input_tokens, value=${maxModelLen + 1})`,
       'BadRequestError',
       'input_tokens',
     ),

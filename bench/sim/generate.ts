@@ -69,7 +69,7 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
   const epoch = ctx.epoch.n;
   const chat = g.kind === 'chat';
   const ident = {
-    id: g.responses?.id ?? (chat ? `chatcmpl-${randomHex(32)}` : `cmpl-${randomHex(32)}`),
+    id: g.responses?.id ?? (chat ? `chatcmpl-${randomHex(16)}` : `cmpl-${randomHex(16)}`),
     created: Math.floor(Date.now() / 1000),
     model: cfg.model,
   };

@@ -47,7 +47,7 @@ export const isObj = (x: unknown): x is Body => !!x && typeof x === 'object' && 
 
 export function common(body: Body, cfg: SimConfig): HttpError | { stream: boolean; includeUsage: boolean; cacheSalt?: string } {
   if (body.model !== undefined && body.model !== null && body.model !== cfg.model) {
-    return errors.unknownModel(String(body.model));
+    return errors.unknownModel(String(body.model), cfg.model);
   }
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') {
     return errors.invalid('stream', 'Input should be a valid boolean');
@@ -64,13 +64,15 @@ export function common(body: Body, cfg: SimConfig): HttpError | { stream: boolea
 export function maxTokensField(body: Body, field: string): HttpError | number | undefined {
   const v = body[field];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v)) return errors.invalid(field, 'Input should be a valid integer');
-  if (v < 1) return errors.badRequest(`${field} must be at least 1, got ${v}.`, field);
+  if (typeof v === 'string') return errors.invalid(field, 'Input should be a valid integer, unable to parse string as an integer', 'int_parsing', v);
+  if (typeof v === 'number' && !Number.isInteger(v)) return errors.invalid(field, 'Input should be a valid integer, got a number with a fractional part', 'int_from_float', String(v));
+  if (typeof v !== 'number') return errors.invalid(field, 'Input should be a valid integer', 'int_type', v);
+  if (v < 1) return errors.badRequest(`${field} must be at least 1, got ${v}. (parameter=${field}, value=${v})`, field);
   return v;
 }
 
 export function checkLength(cfg: SimConfig, prompt: number[], maxTokens: number | undefined): HttpError | number {
-  if (prompt.length >= cfg.maxModelLen) return errors.contextTooLong(cfg.maxModelLen, prompt.length);
+  if (prompt.length >= cfg.maxModelLen) return errors.contextTooLong(cfg.maxModelLen);
   if (maxTokens !== undefined && prompt.length + maxTokens > cfg.maxModelLen) {
     return errors.maxTokensTooLarge(maxTokens, cfg.maxModelLen, prompt.length);
   }
@@ -106,7 +108,7 @@ export function pickTool(
 export function parseChat(body: unknown, cfg: SimConfig): GenRequest | HttpError {
   if (!isObj(body)) return errors.invalid('', 'Input should be a valid dictionary');
   if (body.messages === undefined) return errors.missing('messages');
-  if (!Array.isArray(body.messages)) return errors.invalid('messages', 'Input should be a valid list');
+  if (!Array.isArray(body.messages)) return errors.invalid('messages', 'Input should be a valid list', 'list_type', body.messages);
   for (const m of body.messages) {
     if (!isObj(m) || typeof m.role !== 'string') return errors.invalid('messages', 'Field required');
     if (m.content !== undefined && m.content !== null && typeof m.content !== 'string' && !Array.isArray(m.content)) {

@@ -28,9 +28,9 @@ const event = (type: string, json: string): string => `event: ${type}\ndata: ${j
 function usageObject(u: Usage): Obj {
   return {
     input_tokens: u.promptTokens,
-    input_tokens_details: { cached_tokens: u.cachedTokens ?? 0 },
+    input_tokens_details: { cached_tokens: u.cachedTokens ?? 0, cache_write_tokens: 0, input_tokens_per_turn: [], cached_tokens_per_turn: [] },
     output_tokens: u.completionTokens,
-    output_tokens_details: { reasoning_tokens: 0 },
+    output_tokens_details: { reasoning_tokens: 0, tool_output_tokens: 0, output_tokens_per_turn: [], tool_output_tokens_per_turn: [] },
     total_tokens: u.promptTokens + u.completionTokens,
   };
 }
@@ -66,6 +66,12 @@ export function responseObject(meta: ResponsesMeta, r: ResponseIdentity, status:
     truncation: 'disabled',
     usage: usage === null ? null : usageObject(usage),
     user: null,
+    presence_penalty: 0.0,
+    frequency_penalty: 0.0,
+    kv_transfer_params: null,
+    ec_transfer_params: null,
+    input_messages: null,
+    output_messages: null,
   };
 }
 
@@ -99,6 +105,7 @@ export function createResponsesOutput(meta: ResponsesMeta, r: ResponseIdentity):
     role: 'assistant',
     status,
     type: 'message',
+    phase: null,
   });
   const callItem = (status: string): Obj => ({ arguments: call!.arguments, call_id: call!.call_id, name: call!.name, type: 'function_call', id: call!.id, status });
 
@@ -114,7 +121,7 @@ export function createResponsesOutput(meta: ResponsesMeta, r: ResponseIdentity):
           if (d.text === '') return '';
           let out = '';
           if (messageId === null) {
-            messageId = `msg_${randomHex(32)}`;
+            messageId = `msg_${randomHex(16)}`;
             out += ev('response.output_item.added', { item: messageItem('in_progress'), output_index: 0 });
             out += ev('response.content_part.added', { content_index: 0, item_id: messageId, output_index: 0, part: { annotations: [], text: '', type: 'output_text', logprobs: null } });
           }

@@ -117,7 +117,7 @@ export function parseResponses(body: unknown, cfg: SimConfig, store: ResponseSto
     toolParser: t.parser,
     toolNamed: !!t.named,
     responses: {
-      id: `resp_${randomHex(32)}`,
+      id: `resp_${randomHex(16)}`,
       instructions,
       tools,
       toolChoice: body.tool_choice ?? 'auto',

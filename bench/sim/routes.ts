@@ -61,7 +61,7 @@ function modelsBody(deps: RouteDeps): string {
         max_model_len: cfg.maxModelLen,
         permission: [
           {
-            id: `modelperm-${randomHex(32)}`,
+            id: `modelperm-${randomHex(16)}`,
             object: 'model_permission',
             created,
             allow_create_engine: false,
@@ -109,7 +109,8 @@ async function generation(deps: RouteDeps, req: IncomingMessage, res: ServerResp
   try {
     parsed = JSON.parse(body);
   } catch (e) {
-    return reject(errors.invalidJson((e as Error).message));
+    const message = (e as Error).message;
+    return reject(errors.invalidJson(message, Number(/at position (\d+)/.exec(message)?.[1] ?? 0)));
   }
   const g = parse(parsed, gen);
   if ('status' in g) return reject(g);

@@ -44,7 +44,7 @@ test('bad requests get vLLM error bodies and statuses', async (t) => {
   assert.equal(unknown.status, 404);
   shape(unknown.json, 'NotFoundError', 404);
   assert.equal(unknown.json.error.param, 'model');
-  assert.equal(unknown.json.error.message, 'The model `gpt-4` does not exist.');
+  assert.equal(unknown.json.error.message, 'The model `gpt-4` does not exist. Valid aliases: google/gemma-4-31B-it.');
 
   const long = await postJson(r.url, '/v1/chat/completions', { messages: user(text(1100)) });
   assert.equal(long.status, 400);

