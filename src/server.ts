@@ -17,6 +17,7 @@ import { identityOptionsOf } from './identify/identity.js';
 import { createAdmission } from './queue/admission.js';
 import { createLimiter } from './queue/limiter.js';
 import { createRecorder } from './record/record.js';
+import { createTurns } from './record/turns.js';
 import { createRouter } from './routing/router.js';
 import { ROUTE_REASONS, STATE_LOST_REASONS, type Router, type StateLostReason } from './routing/types.js';
 import { createMemorySessionStore } from './store/memory.js';
@@ -132,12 +133,13 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
 
   const keyring = createKeyring({ keys: config.auth.apiKeys, file: config.auth.apiKeysFile, log });
   const globalLimit = createLimiter(globalLimitOf(config));
+  const turns = createTurns(config.turns, metrics);
   // Read per request: a reload replaces `config` and `identity` here.
   const pipeline = {
     keyring, globalLimit,
     agent, admission, health, metrics, config, registry, router, log,
     byName: registry.byName,
-    recorder: createRecorder({ metrics, log, router }),
+    recorder: createRecorder({ metrics, log, router, turns }),
     identity: identityOptionsOf(config),
     draining: isDraining,
     track(p: Promise<unknown>) {
@@ -175,7 +177,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     metrics.prefixEntries.set(st.prefixEntries);
     metrics.responseRecords.set(st.responseRecords);
   };
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains: fleet.drains });
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains: fleet.drains, turns });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
 
@@ -199,6 +201,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       router.setOptions(applied.routing.options);
       admission.setLimits(admissionLimitsOf(applied));
       globalLimit.configure(globalLimitOf(applied));
+      turns.setOptions(applied.turns);
       fleet.reconfigure(applied);
       pipeline.config = applied;
       pipeline.identity = identityOptionsOf(applied);
@@ -243,6 +246,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       await agent.close().catch(() => agent.destroy());
       await Promise.all([store.close(), responseStore.close()]);
       keyring.close();
+      turns.close();
       log.info('closed');
     },
   };

@@ -103,6 +103,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   function routeAndForward(x: InFlight, target: string, identity: RequestIdentity, body: Buffer | null, resumable: Record<string, unknown> | undefined) {
     const decision = router.route({ identity, replicas: registry.views });
     x.clock.routed = nowMs();
+    recorder.arrived(identity, x.clock);
     if (decision.drift) recorder.drift(identity, decision.drift);
     admit(x, () => forwardTo(x, target, identity, body, decision, resumable), (e) => refuse(x, identity, e));
   }
