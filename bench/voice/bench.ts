@@ -50,8 +50,8 @@ export interface BenchResult {
   summaries: StrategySummary[];
   goals: Goal[];
   records: TurnRecord[];
-  /** Every caller turn of every strategy, the client's and the gateway's figures side by side. */
-  turns: ClientTurn[];
+  /** Every caller turn of every strategy, the client's and the gateway's figures side by side (absent in older results). */
+  turns?: ClientTurn[];
   wallMs: number;
 }
 

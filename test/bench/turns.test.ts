@@ -48,3 +48,23 @@ test('orchestrated turns through the gateway: its turn count, calls and waits ar
   // the client's connection setup): within 5 ms at the median.
   assert.ok(s.gateway!.medianAbsDiffMs < 5, `median |gateway − client| ${s.gateway!.medianAbsDiffMs} ms`);
 });
+
+test('the report shows the per-turn table and chart beside the per-request figures', async () => {
+  const { syntheticResult } = await import('./fixtures.js');
+  const { buildHtml } = await import('../../bench/report/html.js');
+  const { markdownReport } = await import('../../bench/voice/markdown.js');
+  const r = syntheticResult({ oracle: true });
+  r.turns = r.summaries.flatMap((s) => Array.from({ length: 8 }, (_, i) => ({
+    strategy: s.strategy, session: i % 4, turn: Math.floor(i / 4), calls: i % 3 === 0 ? 0 : 1 + (i % 4), overlapped: i % 4 === 3,
+    waitMs: i % 3 === 0 ? 0.02 : 100 + 90 * i, ok: true, adminKey: `k${i % 4}`,
+    gatewayWaitMs: s.strategy === 'oracle' || i % 3 === 0 ? null : 99 + 90 * i, gatewayCalls: s.strategy === 'oracle' ? null : 1 + (i % 4),
+  })));
+  for (const s of r.summaries) s.turns = summarizeTurns(r.turns.filter((t) => t.strategy === s.strategy), r.records.filter((x) => x.strategy === s.strategy), r.params.budgetMs);
+  const wr = r.summaries.find((s) => s.strategy === 'affinity')!.turns!;
+  assert.deepEqual([wr.turns, wr.canned, wr.perTurn.n, wr.gateway!.matched, wr.gateway!.medianAbsDiffMs], [8, 3, 8, 5, 1]);
+  const html = buildHtml(r);
+  assert.match(html, /<h2 id="turns">Per turn, not just per request<\/h2>/);
+  assert.match(html, /Per-turn wait \(solid\) next to per-request TTFT/);
+  assert.doesNotMatch(html, /NaN|Infinity|undefined/);
+  assert.match(markdownReport(r), /\| per turn: mean ms \| median \| p90 \| p99 \|/);
+});

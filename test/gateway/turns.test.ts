@@ -109,7 +109,7 @@ describe('caller turns: calls per turn, the caller\'s wait, the LLM time in it',
     const u = { role: 'user', content: 'Book me the first free slot on Monday' };
     const toolCall = (id: string) => ({ role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'find_slot', arguments: '{"day":"monday"}' } }] });
     const result = (id: string) => ({ role: 'tool', tool_call_id: id, content: '{"slot":"09:30"}' });
-    const history = [SYSTEM, u];
+    const history: Msg[] = [SYSTEM, u];
     await chat(g, history, key);
     history.push(toolCall('c1'), result('c1'));
     await chat(g, history, key);
