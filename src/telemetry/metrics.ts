@@ -8,7 +8,9 @@ export type Hop = (typeof HOPS)[number];
 const HOP_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 // Turns: fine steps around a 250 ms budget (turns.budgetMs' default), then out to half a minute.
 const TURN_WAIT_BUCKETS = [0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.225, 0.25, 0.275, 0.3, 0.35, 0.4, 0.5, 0.6, 0.8, 1, 1.5, 2, 3, 5, 10, 30];
-const TURN_CALL_BUCKETS = [0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 50];
+// Calls are whole numbers: bounds halfway between them, so histogram_quantile's interpolation inside
+// a bucket reads the integer at its middle (bounds at 1, 2, ... would read a turn of 1 call as 0.5).
+const TURN_CALL_BUCKETS = [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 8.5, 10.5, 15.5, 20.5, 50.5];
 const TTFT_BUCKETS = [0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30];
 
 /** Every metric the gateway exports, defined once, on its own registry (several gateways may share a process in tests). */

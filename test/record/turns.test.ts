@@ -76,3 +76,17 @@ test('response ids followed to their session: bounded by turns.maxSessions', () 
     turns.close();
   }
 });
+
+test('calls per turn: a dashboard\'s histogram_quantile reads whole calls (bucket bounds between integers)', async () => {
+  const { bucketQuantile } = await import('../../bench/dashboard/promql.js');
+  const metrics = createMetrics({ defaultMetrics: false });
+  const turns = createTurns({ ...OPTS, maxSessions: 100 }, metrics);
+  try {
+    for (let i = 0; i < 4; i++) oneCall(turns, identity('q', [{ role: 'user', content: `u${i}` }]), 100 * i);
+    const h = (await metrics.turnCalls.get()).values.filter((v) => v.metricName === 'warmroute_turn_calls_bucket');
+    const buckets = h.map((v) => ({ le: v.labels.le === '+Inf' ? Infinity : Number(v.labels.le), count: v.value }));
+    assert.equal(bucketQuantile(0.5, buckets), 1);
+  } finally {
+    turns.close();
+  }
+});
