@@ -5,7 +5,10 @@
 // seed, so every strategy sees the same turns.
 
 import { createRng } from '../sim/hash.js';
+import type { Exchange } from './client.js';
 import { MAX_TOKENS, requestOf, type ChatMessage } from './conversation.js';
+import type { Dialogue } from './dialogue.js';
+import type { ClientTurn } from './turn-stats.js';
 import type { GroupPlan, SessionPlan, Workload } from './workload.js';
 
 export const AGENTS = ['single', 'orchestrated'] as const;
@@ -82,4 +85,47 @@ export function preCallGroups(calls: number): PreCall[][] {
     }
   }
   return groups;
+}
+
+export interface TurnDriver {
+  strategy: string;
+  session: number;
+  turn: number;
+  user: string;
+  /** Calls this turn makes (callsPlan): 0 canned, 1 the answer alone, more: pre-calls then the answer. */
+  calls: number;
+  /** The session's key in the gateway's admin view, known once its first request was built. */
+  adminKey(): string | null;
+  /** One request of the session (run.ts): the utterance, (null) the follow-up after a tool result, or a pre-call. */
+  exchange(turn: number, step: number, user: string | null, pre?: PreCall): Promise<{ x: Exchange; complete: boolean }>;
+  dialogue: Dialogue;
+}
+
+/**
+ * One caller turn, and the client's measure of it: its first request sent → first content of its
+ * last call that produced any (a canned turn: the template's own time, no request).
+ */
+export async function driveTurn(d: TurnDriver): Promise<ClientTurn> {
+  const base = { strategy: d.strategy, session: d.session, turn: d.turn, gatewayWaitMs: null, gatewayCalls: null };
+  const t0 = performance.now();
+  if (d.calls === 0) {
+    d.dialogue.canned(d.user, CANNED_ANSWER);
+    return { ...base, calls: 0, overlapped: false, waitMs: performance.now() - t0, ok: true, adminKey: d.adminKey() };
+  }
+  const made: { x: Exchange; complete: boolean }[] = [];
+  let overlapped = false;
+  for (const g of preCallGroups(d.calls)) {
+    overlapped ||= g.length > 1;
+    made.push(...await Promise.all(g.map((pre) => d.exchange(d.turn, 0, d.user, pre))));
+  }
+  const answer = await d.exchange(d.turn, 0, d.user);
+  made.push(answer);
+  // The agent speaks after the tool result, with no pause: part of the same caller turn.
+  if (answer.complete && answer.x.toolCall) made.push(await d.exchange(d.turn, 1, null));
+  const first = Math.min(...made.map((m) => m.x.sentAt));
+  const last = made.filter((m) => m.x.ttftMs !== null).at(-1);
+  return {
+    ...base, calls: made.length, overlapped, ok: made.every((m) => m.complete), adminKey: d.adminKey(),
+    waitMs: last ? last.x.sentAt + (last.x.ttftMs as number) - first : null,
+  };
 }

@@ -8,7 +8,7 @@ import type { Agent } from 'node:http';
 import { keepAliveAgent, readChatEvent, streamExchange, type Exchange } from './client.js';
 import { dialogueOf, type Api } from './dialogue.js';
 import type { SentRequest } from './ideal.js';
-import { CANNED_ANSWER, callsPlan, preCallGroups, preCallRequest, type AgentKind, type PreCall } from './orchestrated.js';
+import { callsPlan, driveTurn, preCallRequest, type AgentKind, type PreCall } from './orchestrated.js';
 import { adminKeyOf, type ClientTurn } from './turn-stats.js';
 import type { KeyMode, Workload } from './workload.js';
 
@@ -157,31 +157,7 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
         truncated = true;
         return;
       }
-      const user = plan.turns[turn].user;
-      const calls = callsOf[si][turn];
-      const t1 = performance.now();
-      if (calls === 0) {
-        // Canned: the template answers at once, no model call.
-        dialogue.canned(user, CANNED_ANSWER);
-        turns.push({ strategy: o.strategy, session: si, turn, calls: 0, overlapped: false, waitMs: performance.now() - t1, ok: true, adminKey, gatewayWaitMs: null, gatewayCalls: null });
-      } else {
-        const made: { x: Exchange; complete: boolean }[] = [];
-        let overlapped = false;
-        for (const g of preCallGroups(calls)) {
-          overlapped ||= g.length > 1;
-          made.push(...await Promise.all(g.map((pre) => exchange(turn, 0, user, pre))));
-        }
-        const answer = await exchange(turn, 0, user);
-        made.push(answer);
-        // The agent speaks after the tool result, with no pause: part of the same caller turn.
-        if (answer.complete && answer.x.toolCall) made.push(await exchange(turn, 1, null));
-        const first = Math.min(...made.map((m) => m.x.sentAt));
-        const last = made.filter((m) => m.x.ttftMs !== null).at(-1);
-        turns.push({
-          strategy: o.strategy, session: si, turn, calls: made.length, overlapped, ok: made.every((m) => m.complete),
-          waitMs: last ? last.x.sentAt + (last.x.ttftMs as number) - first : null, adminKey, gatewayWaitMs: null, gatewayCalls: null,
-        });
-      }
+      turns.push(await driveTurn({ strategy: o.strategy, session: si, turn, user: plan.turns[turn].user, calls: callsOf[si][turn], adminKey: () => adminKey, exchange, dialogue }));
       if (turn < plan.turns.length - 1) await sleep(plan.turns[turn].thinkMs);
     }
   };
