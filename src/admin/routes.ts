@@ -17,7 +17,7 @@ export interface AdminDeps {
   readonly token?: string | null;
   /** Drain with warm handoff (fleet/drain.ts); the routes answer 404 without it. */
   /** Caller turns per session (record/turns.ts): the session view shows its last ones. */
-  readonly turns?: Pick<Turns, 'lastTurns'>;
+  readonly turns?: Pick<Turns, 'lastTurns' | 'forget'>;
   readonly drains?: {
     drain(name: string): boolean;
     undrain(name: string): boolean;
@@ -137,7 +137,9 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
   });
   app.delete<{ Params: { key: string } }>('/admin/sessions/:key', async (req, reply) => {
     const removed = router.unpin(req.params.key);
-    return reply.code(removed ? 200 : 404).send({ unpinned: removed });
+    // What the gateway knows of the session goes with its pin: its turns too.
+    const forgot = deps.turns?.forget(req.params.key) ?? false;
+    return reply.code(removed || forgot ? 200 : 404).send({ unpinned: removed });
   });
   app.get<{ Params: { id: string } }>('/admin/responses/:id', async (req, reply) => {
     const r = router.storedResponse(req.params.id);

@@ -56,6 +56,8 @@ export interface Turns {
   ended(clock: HopClock, responseId: string | null): TurnPlace | null;
   /** A session's closed turns, oldest first, then the open one; null: unknown session. */
   lastTurns(key: string): { open: { index: number; calls: number } | null; turns: TurnSummary[] } | null;
+  /** Forgets a session (DELETE /admin/sessions/{key}); an open turn is closed as evicted first. */
+  forget(key: string): boolean;
   /** Closes turns idle past idleMs (the timer calls it; tests may too). */
   sweep(now?: number): void;
   setOptions(o: TurnsOptions): void;
@@ -270,6 +272,18 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
       if (s === undefined) return null;
       const t = s.current;
       return { open: t === null || t.done ? null : { index: t.index, calls: t.callCount }, turns: [...s.history] };
+    },
+    forget(key) {
+      let found = false;
+      for (const id of [`k:${key}`, `p:${key}`]) {
+        const s = sessions.get(id);
+        if (s === undefined) continue;
+        if (s.current !== null) finish(s, s.current, 'evicted', nowMs());
+        sessions.delete(id);
+        active.delete(id);
+        found = true;
+      }
+      return found;
     },
     sweep,
     setOptions(next) { o = next; },

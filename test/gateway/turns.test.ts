@@ -90,6 +90,9 @@ describe('caller turns: calls per turn, the caller\'s wait, the LLM time in it',
     assert.ok(turn.waitMs > lines[2].ttftMs, `${turn.waitMs} ms wait > the answer's ${lines[2].ttftMs} ms TTFT`);
     assert.ok(turn.waitMs <= clientWait + 1, `${turn.waitMs} ms wait <= ${clientWait} ms seen by the client`);
     assert.ok(turn.llmMs > 0 && turn.llmMs < turn.waitMs + 1000);
+    // DELETE forgets the session, its turns with its pin.
+    assert.equal((await fetch(`${g.adminUrl}/admin/sessions/${key}`, { method: 'DELETE' })).status, 200);
+    assert.equal((await fetch(`${g.adminUrl}/admin/sessions/${key}`)).status, 404);
   });
 
   it('calls sent at once count as overlapped', async () => {
