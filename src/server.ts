@@ -18,6 +18,7 @@ import { identityOptionsOf } from './identify/identity.js';
 import { createAdmission } from './queue/admission.js';
 import { createLimiter } from './queue/limiter.js';
 import { createRecorder } from './record/record.js';
+import { createTurns } from './record/turns.js';
 import { createRouter } from './routing/router.js';
 import { ROUTE_REASONS, STATE_LOST_REASONS, type ResidencyObserver, type Router, type StateLostReason } from './routing/types.js';
 import { createMemorySessionStore } from './store/memory.js';
@@ -148,12 +149,13 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
 
   const keyring = createKeyring({ keys: config.auth.apiKeys, file: config.auth.apiKeysFile, log, metrics });
   const globalLimit = createLimiter(globalLimitOf(config));
+  const turns = createTurns(config.turns, metrics);
   // Read per request: a reload replaces `config` and `identity` here.
   const pipeline = {
     keyring, globalLimit,
     agent, admission, health, metrics, config, registry, router, log,
     byName: registry.byName,
-    recorder: createRecorder({ metrics, log, router, sessionTag: createSessionTagger(config.logging.sessionTagSecret) }),
+    recorder: createRecorder({ metrics, log, router, sessionTag: createSessionTagger(config.logging.sessionTagSecret), turns }),
     identity: identityOptionsOf(config),
     draining: isDraining,
     track(p: Promise<unknown>) {
@@ -204,7 +206,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     drain(name: string) { const ok = fleet.drains.drain(name); if (ok) shared.set(name, true); return ok; },
     undrain(name: string) { const ok = fleet.drains.undrain(name); if (ok) shared.set(name, false); return ok; },
   };
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains });
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains, turns });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
   if (config.logging.sessionTagSecret === null) {
@@ -231,6 +233,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       router.setOptions(applied.routing.options);
       admission.setLimits(admissionLimitsOf(applied));
       globalLimit.configure(globalLimitOf(applied));
+      turns.setOptions(applied.turns);
       fleet.reconfigure(applied);
       pipeline.config = applied;
       pipeline.identity = identityOptionsOf(applied);
@@ -278,6 +281,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       await agent.close().catch(() => agent.destroy());
       await Promise.all([store.close(), responseStore.close(), shared?.close()]);
       keyring.close();
+      turns.close();
       log.info('closed');
     },
   };

@@ -7,6 +7,7 @@ import { gatewaysOf, viaGateway } from '../voice/oracle.js';
 import type { StrategySummary } from '../voice/summary.js';
 import { COLORS, gatewayHops, hopBreakdown, NAMES, perTurn, ttftCdf } from './charts.js';
 import { esc } from './svg.js';
+import { turnWaitChart } from './turn-chart.js';
 
 const CSS = `
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#1d2327;max-width:1060px;margin:24px auto;padding:0 16px;background:#fbfbfa}
@@ -21,8 +22,8 @@ table.keys td:last-child{white-space:normal;text-align:left}
 .swatch{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px}
 ul.goals{list-style:none;padding:0;margin:0}ul.goals li{margin:6px 0;padding:8px 10px;border-radius:6px;background:#fff;border:1px solid #e1e1e1}
 .badge{display:inline-block;min-width:92px;text-align:center;font-weight:700;border-radius:4px;padding:1px 8px;margin-right:10px;color:#fff}
-.met{background:#2a9d5c}.not{background:#c8372d}.na{background:#888}.ref{background:#30343f}
-tr.ref td{font-style:italic}
+.badge.met{background:#2a9d5c}.badge.not{background:#c8372d}.badge.na{background:#888}.badge.ref{background:#30343f}
+tr.direct td{font-style:italic;color:#1d2327;background:#f6f6f3}
 .chart{background:#fff;border:1px solid #e1e1e1;border-radius:6px;padding:8px;margin:10px 0}
 svg{max-width:100%;height:auto;font-family:inherit}
 .title{font-size:15px;font-weight:600;fill:#1d2327}.tick{font-size:11.5px;fill:#555}.axis{font-size:12.5px;fill:#333}.label{font-size:12.5px;fill:#1d2327}
@@ -37,7 +38,7 @@ const pct = (v: number | null | undefined) => (v === null || v === undefined ? '
 function table(ss: readonly StrategySummary[], head: string[], cells: (s: StrategySummary) => string[], cls = ''): string {
   const rows = ss.map((s) => {
     const name = `<span class="swatch" style="background:${COLORS[s.strategy] ?? '#555'}"></span>${esc(NAMES[s.strategy] ?? s.strategy)}`;
-    const cls = s.strategy === 'affinity' ? ' class="wr"' : viaGateway(s.strategy) ? '' : ' class="ref"';
+    const cls = s.strategy === 'affinity' ? ' class="wr"' : viaGateway(s.strategy) ? '' : ' class="direct"';
     return `<tr${cls}>${[name, ...cells(s)].map((c) => `<td>${c}</td>`).join('')}</tr>`;
   });
   return `<table${cls ? ` class="${cls}"` : ''}><thead><tr>${['strategy', ...head].map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('')}</tbody></table>`;
@@ -56,6 +57,25 @@ function summaryTables(ss: readonly StrategySummary[]): string {
     viaGateway(s.strategy) ? esc(Object.entries(s.routes).map(([k, v]) => `${k} ${v}`).join(', ')) : NO_GATEWAY,
   ], 'keys');
   return `${main}<div style="height:10px"></div>${keys}`;
+}
+
+/** Per caller turn next to per request, as the field report's table does (turn-stats.ts). */
+function turnsTable(ss: readonly StrategySummary[]): string {
+  const b = ss[0]?.budgetMs ?? 300;
+  const withTurns = ss.filter((s) => s.turns);
+  if (withTurns.length === 0) return '';
+  const dist = table(withTurns, ['per request: mean ms', 'median', 'p90', 'p99', `> ${b} ms`, 'per turn: mean ms', 'median', 'p90', 'p99', `> ${b} ms`], (s) => {
+    const t = s.turns!;
+    const d = (x: typeof t.perTurn) => [f(x.mean), f(x.p50), f(x.p90), f(x.p99), `${x.overBudget} / ${x.n}`];
+    return [...d(t.perRequest), ...d(t.perTurn)];
+  });
+  const shape = table(withTurns, ['calls per turn p50 / p90', 'canned turns', 'turns with calls at once', "gateway's turn wait p50 ms", "client's p50, same turns", 'per-turn |Δ| p50 ms', 'calls agree'], (s) => {
+    const t = s.turns!;
+    const g = t.gateway;
+    return [`${f(t.callsP50)} / ${f(t.callsP90)}`, `${t.canned} / ${t.turns}`, String(t.overlappedTurns),
+      ...(g ? [f(g.gatewayP50, 1), f(g.clientP50, 1), f(g.medianAbsDiffMs, 2), `${g.callsAgree} / ${g.matched}`] : [NO_GATEWAY, NO_GATEWAY, NO_GATEWAY, NO_GATEWAY])];
+  });
+  return `${dist}<div style="height:10px"></div>${shape}`;
 }
 
 function goalsList(goals: readonly Goal[], refs: readonly Reference[]): string {
@@ -97,6 +117,10 @@ Ideal: every session on a replica of its own with unbounded KV, its agent's syst
 Load: requests served by the busiest replica over the fleet average. Gateway overhead: warmroute's own <code>warmroute_gateway_overhead_seconds</code> histogram.${r.summaries.some((s) => !viaGateway(s.strategy)) ? `\n${esc(ORACLE_NOTE)}` : ''}${r.summaries.some((s) => gatewaysOf(s.strategy) > 1) ? `\n${esc(MULTI_GATEWAY_NOTE)}` : ''}</p>
 <h2>Goals</h2>
 ${goalsList(r.goals, checkReferences(r.summaries))}
+${r.turns?.length ? `<h2 id="turns">Per turn, not just per request</h2>
+<p class="note">A caller's turn is every LLM call that follows one utterance (an orchestrated agent's classification and extraction calls, a tool loop, the answer); its wait runs from the turn's first request to the first content of its last call. Canned turns call no model. The gateway counts the same turns itself (<code>warmroute_turn_calls</code>, <code>warmroute_turn_wait_seconds</code>, the admin session view).</p>
+${turnsTable(r.summaries)}
+<div class="chart">${turnWaitChart(r)}</div>` : ''}
 <h2>TTFT distribution</h2>
 <div class="chart">${ttftCdf(r)}</div>
 <h2>TTFT by turn</h2>

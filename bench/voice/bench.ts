@@ -12,6 +12,8 @@ import { gatewaysOf, inflightFromRecords, ORACLE, oracleTargets, replicaName, vi
 import { plannedRequests, runStrategy, type RunOptions, type StrategyRun, type TurnRecord } from './run.js';
 import { summarize, type StrategySummary } from './summary.js';
 import { warmReplicas } from './warmup.js';
+import type { AgentKind } from './orchestrated.js';
+import { attachGatewayTurns, summarizeTurns, turnsConfig, type ClientTurn } from './turn-stats.js';
 import type { Api } from './dialogue.js';
 import { buildWorkload, type WorkloadOptions } from './workload.js';
 
@@ -27,6 +29,8 @@ export interface BenchOptions {
   workload: Partial<WorkloadOptions>;
   /** chat completions, or the Responses API (keyed sessions by previous_response_id, keyless ones resending their history). Default chat. */
   api?: Api;
+  /** The single-prompt agent (default) or the orchestrated one: 0–6 calls per turn (orchestrated.ts). */
+  agent?: AgentKind;
   replicas: number;
   strategies: readonly string[];
   /** The simulator's natural answer length in tokens (`--output-tokens`). */
@@ -49,6 +53,8 @@ export interface BenchResult {
   summaries: StrategySummary[];
   goals: Goal[];
   records: TurnRecord[];
+  /** Every caller turn of every strategy, the client's and the gateway's figures side by side (absent in older results). */
+  turns?: ClientTurn[];
   wallMs: number;
 }
 
@@ -60,6 +66,8 @@ export async function runBench(o: BenchOptions, progress: Progress): Promise<Ben
   const planned = plannedRequests(workload);
   const summaries: StrategySummary[] = [];
   const records: TurnRecord[] = [];
+  const turns: ClientTurn[] = [];
+  const gatewayConfig = turnsConfig(workload.options.thinkMs[1], o.budgetMs);
   let fleet: Fleet | null = null;
   let via: Via | null = null;
   try {
@@ -70,31 +78,37 @@ export async function runBench(o: BenchOptions, progress: Progress): Promise<Ben
       progress(viaGateway(strategy) ? `${tag} starting the gateway` : `${tag} no gateway: session i straight to replica i mod ${o.replicas}`);
       via = !viaGateway(strategy) ? direct(fleet.urls, workload.sessions.length)
         : gatewaysOf(strategy) > 1 ? await throughGateways(fleet.urls, gatewaysOf(strategy), workload.options.seed)
-          : strategy === WITH_KV_EVENTS ? await throughGateway(fleet.urls, 'affinity', fleet.kvEvents)
-            : await throughGateway(fleet.urls, strategy);
+          : strategy === WITH_KV_EVENTS ? await throughGateway(fleet.urls, 'affinity', fleet.kvEvents, gatewayConfig)
+            : await throughGateway(fleet.urls, strategy, null, gatewayConfig);
       await fleet.reset();
       if (o.warmup) progress(`${tag} warming every replica with every agent's system prompt`);
       const warm = o.warmup ? await warmReplicas(fleet.urls, workload, o.requestTimeoutS * 1000) : [];
       const before = await fleet.prefixCounters();
       via.watch(o.maxDurationS * 1000 + o.requestTimeoutS * 1000);
       const run = await runStrategy({
-        ...via.target, strategy, workload, api: o.api,
+        ...via.target, strategy, workload, api: o.api, voiceAgent: o.agent,
         maxDurationMs: o.maxDurationS * 1000,
         requestTimeoutMs: o.requestTimeoutS * 1000,
         onProgress: (p) => progress(`${tag} ${p.done}/${p.total} requests, ${p.inflight} in flight, ${(p.elapsedMs / 1000).toFixed(0)} s`),
       });
       const { inflight, gateway } = await via.finish(run);
+      // The gateway's own turn figures, read once its sessions' last turns closed (idle bound).
+      if (via.adminUrl) await attachGatewayTurns(via.adminUrl, run.turns, workload.options.thinkMs[1] + 10_000);
+      turns.push(...run.turns);
       const after = await fleet.prefixCounters();
       await via.stop();
       via = null;
       const ideal = idealHits(run.sent.filter((_, i) => run.records[i].ok), warm);
       run.records.filter((r) => r.ok).forEach((r, i) => { r.idealCachedTokens = ideal.cached[i]; });
       records.push(...run.records);
-      summaries.push(summarize({
-        strategy, records: run.records, durationMs: run.durationMs, truncated: run.truncated, replicas: o.replicas,
-        budgetMs: o.budgetMs, counters: { queries: after.queries - before.queries, hits: after.hits - before.hits },
-        gateway, inflight, direct: !viaGateway(strategy),
-      }));
+      summaries.push({
+        ...summarize({
+          strategy, records: run.records, durationMs: run.durationMs, truncated: run.truncated, replicas: o.replicas,
+          budgetMs: o.budgetMs, counters: { queries: after.queries - before.queries, hits: after.hits - before.hits },
+          gateway, inflight, direct: !viaGateway(strategy),
+        }),
+        turns: summarizeTurns(run.turns, run.records, o.budgetMs),
+      });
     }
   } finally {
     await via?.stop();
@@ -108,6 +122,7 @@ export async function runBench(o: BenchOptions, progress: Progress): Promise<Ben
     summaries,
     goals: checkGoals(summaries),
     records,
+    turns,
     wallMs: performance.now() - t0,
   };
 }
@@ -117,6 +132,8 @@ type Inflight = { peak: Record<string, number>; mean: Record<string, number> };
 /** What a strategy's requests go through, and what is read from it around the run. */
 interface Via {
   target: Pick<RunOptions, 'url' | 'urls' | 'random' | 'direct'>;
+  /** One gateway's admin port, where its turn figures are read (record/turns.ts). */
+  adminUrl?: string;
   /** Starts watching the replicas' in-flight requests (bounded by `maxMs`). */
   watch(maxMs: number): void;
   finish(run: StrategyRun): Promise<{ inflight: Inflight; gateway: GatewayMetrics | null }>;
@@ -124,11 +141,12 @@ interface Via {
 }
 
 /** A fresh gateway child, so no routing state carries over from the previous strategy. */
-async function throughGateway(urls: string[], strategy: string, kvEvents: KvEndpoint[] | null = null): Promise<Via> {
-  const gw = await startGateway(urls, strategy, [], kvEvents);
+async function throughGateway(urls: string[], strategy: string, kvEvents: KvEndpoint[] | null, config: Record<string, unknown>): Promise<Via> {
+  const gw = await startGateway(urls, strategy, [], kvEvents, config);
   let sampler: ReturnType<typeof sampleInflight> | null = null;
   return {
     target: { url: gw.url },
+    adminUrl: gw.adminUrl,
     watch(maxMs) { sampler = sampleInflight(gw.adminUrl, 250, maxMs); },
     async finish() {
       const inflight = sampler ? await sampler.stop() : { peak: {}, mean: {} };

@@ -15,6 +15,7 @@ import { failureTable, fullTables } from './markdown.js';
 import { writeVoiceOutputs } from './output.js';
 import { createProgress } from './progress.js';
 import { WORKLOAD_DEFAULTS } from './workload.js';
+import { AGENTS, type AgentKind } from './orchestrated.js';
 
 const W = WORKLOAD_DEFAULTS;
 const USAGE = `usage: npm run bench:voice -- [flags]
@@ -41,7 +42,11 @@ const USAGE = `usage: npm run bench:voice -- [flags]
   --max-duration-s N       per strategy: no new turn after this (300)
   --request-timeout-s N    per request (60)
   --no-warmup              skip the deploy-time warmup (every agent's prompt sent to every replica first)
-  --budget-ms N            TTFT budget for "turns over budget" (300)
+  --agent single|orchestrated
+                           the agent: one prompt per turn (default), or the field report's orchestrated
+                           flow: per turn 0 calls (canned, 30%), 1 (30%) or 2–6 (classification,
+                           relevance, location and time extraction at once, rewrite, then the answer)
+  --budget-ms N            budget for requests and turns over budget (300)
   --seed N                 workload seed (${W.seed})
   --out DIR                output directory (bench/out)`;
 
@@ -66,7 +71,7 @@ async function main(): Promise<number> {
     options: {
       replicas: s, sessions: s, turns: s, groups: s, 'system-tokens': s, 'user-tokens': s, 'output-tokens': s, 'kv-blocks': s,
       'tool-turns': s, keyless: s, 'body-key': s, 'think-ms': s, 'start-spread-ms': s, strategies: s,
-      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, api: s, gateways: s, 'no-warmup': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, api: s, agent: s, gateways: s, 'no-warmup': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   });
@@ -83,8 +88,12 @@ async function main(): Promise<number> {
   }
   const api = (a.api ?? 'chat') as Api;
   if (!(APIS as readonly string[]).includes(api)) throw new Error(`--api wants ${APIS.join(' or ')}, got ${a.api}`);
+  const agent = (a.agent ?? 'single') as AgentKind;
+  if (!(AGENTS as readonly string[]).includes(agent)) throw new Error(`--agent wants ${AGENTS.join(' or ')}, got ${a.agent}`);
+  if (agent === 'orchestrated' && api !== 'chat') throw new Error('--agent orchestrated runs over chat completions only');
   const o: BenchOptions = {
     api,
+    agent,
     replicas: num(a.replicas, 4, 'replicas', 1, 64),
     strategies,
     outputTokens: range(a['output-tokens'], [50, 150], 'output-tokens'),

@@ -27,6 +27,8 @@ export interface Dialogue {
   readonly messages: readonly ChatMessage[];
   /** The request for the caller's utterance; with null, the follow-up after the tool's result. */
   next(user: string | null): DialogueRequest;
+  /** A turn answered from a template, no model call (the orchestrated agent): both go into the history. */
+  canned(user: string, answer: string): void;
   /** What came back. `complete`: status 200, no error, the stream's end seen. */
   settle(x: Exchange, complete: boolean, step: number): void;
 }
@@ -42,6 +44,9 @@ function chatDialogue(session: SessionPlan, group: GroupPlan): Dialogue {
     next(user) {
       if (user !== null) history.push({ role: 'user', content: user });
       return { path: '/v1/chat/completions', ...requestOf(session, group, history.slice()), read: readChatEvent };
+    },
+    canned(user, answer) {
+      history.push({ role: 'user', content: user }, { role: 'assistant', content: answer });
     },
     settle(x, complete, step) {
       // Nothing came back to append: the caller repeats the turn's history next time.
@@ -69,6 +74,9 @@ function responsesDialogue(session: SessionPlan, group: GroupPlan): Dialogue {
 
   return {
     messages: rendered,
+    canned() {
+      throw new Error('canned turns: the orchestrated agent runs over chat completions only');
+    },
     next(user) {
       if (user !== null) {
         rendered.push({ role: 'user', content: user });

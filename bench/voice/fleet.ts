@@ -70,14 +70,18 @@ interface AdminReplicas {
   replicas: { name: string; state: string; inflight: number; models: string[] | null }[];
 }
 
-/** `kvEvents`: the gateway reads each replica's KV events (its upstreams then come from a config file). */
-export async function startGateway(urls: string[], strategy: string, more: string[] = [], kvEvents: KvEndpoint[] | null = null): Promise<Gateway> {
+/**
+ * `kvEvents`: the gateway reads each replica's KV events; `config`: settings for its config file.
+ * With either, the upstreams come from that one file too (a second --config would replace it).
+ */
+export async function startGateway(urls: string[], strategy: string, more: string[] = [], kvEvents: KvEndpoint[] | null = null, config: Record<string, unknown> | null = null): Promise<Gateway> {
   let t: Target;
-  if (kvEvents === null) {
+  if (kvEvents === null && config === null) {
     t = await startWarmroute(urls[0], [...urls.slice(1).flatMap((u) => ['--upstream', u]), '--strategy', strategy, '--log-level', 'warn', ...more]);
   } else {
-    const file = join(tmpdir(), `warmroute-bench-kv-${process.pid}-${Date.now()}.json`);
-    writeFileSync(file, JSON.stringify({ upstreams: urls.map((url, i) => ({ url, kvEvents: kvEvents[i] })) }));
+    const file = join(tmpdir(), `warmroute-bench-${process.pid}-${Date.now()}.json`);
+    const upstreams = urls.map((url, i) => (kvEvents === null ? { url } : { url, kvEvents: kvEvents[i] }));
+    writeFileSync(file, JSON.stringify({ ...config, upstreams }));
     t = await startWarmroute('', ['--config', file, '--strategy', strategy, '--log-level', 'warn', ...more]);
   }
   const adminUrl = t.adminUrl!;

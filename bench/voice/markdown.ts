@@ -4,6 +4,7 @@ import type { BenchResult } from './bench.js';
 import { checkReferences, goalLine, referenceLine } from './goals.js';
 import { gatewaysOf, viaGateway } from './oracle.js';
 import type { StrategySummary } from './summary.js';
+import { turnsTable } from './turn-stats.js';
 
 export const LABELS: Record<string, string> = {
   'round-robin': 'round-robin',
@@ -73,7 +74,8 @@ export function fullTables(summaries: readonly StrategySummary[]): string {
       pct(s.keyed.hitRate), pct(s.keyless.hitRate), routes(s),
     ])),
   ];
-  return `${main.join('\n')}\n\n${keys.join('\n')}`;
+  const turns = summaries.some((s) => s.turns) ? `\n\nPer caller turn next to per request (a turn: first request sent → first content of its last call; canned turns call no model):\n\n${turnsTable(summaries.map((s) => ({ label: label(s), budgetMs: s.budgetMs, turns: s.turns })))}` : '';
+  return `${main.join('\n')}\n\n${keys.join('\n')}${turns}`;
 }
 
 export function paramsLine(r: BenchResult): string {

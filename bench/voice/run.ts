@@ -5,9 +5,11 @@
 // bounded time whatever the gateway does.
 
 import type { Agent } from 'node:http';
-import { keepAliveAgent, streamExchange, type Exchange } from './client.js';
+import { keepAliveAgent, readChatEvent, streamExchange, type Exchange } from './client.js';
 import { dialogueOf, type Api } from './dialogue.js';
 import type { SentRequest } from './ideal.js';
+import { callsPlan, driveTurn, preCallRequest, type AgentKind, type PreCall } from './orchestrated.js';
+import { adminKeyOf, type ClientTurn } from './turn-stats.js';
 import type { KeyMode, Workload } from './workload.js';
 
 export interface TurnRecord {
@@ -17,6 +19,8 @@ export interface TurnRecord {
   turn: number;
   /** 0: the caller's turn; 1: the follow-up after a tool result. */
   step: number;
+  /** Orchestrated agent: the pre-call this request was (classification, extraction, ...); absent for the answer. */
+  call?: PreCall;
   keyMode: KeyMode;
   /** ms after the run started. */
   sentMs: number;
@@ -63,6 +67,8 @@ export interface RunOptions {
   strategy: string;
   /** Chat completions (default) or the Responses API (dialogue.ts). */
   api?: Api;
+  /** The single-prompt voice agent (default) or the orchestrated one (orchestrated.ts; chat only). */
+  voiceAgent?: AgentKind;
   workload: Workload;
   maxDurationMs: number;
   requestTimeoutMs: number;
@@ -73,6 +79,8 @@ export interface RunOptions {
 export interface StrategyRun {
   strategy: string;
   records: TurnRecord[];
+  /** Per caller turn, as the client measured it (turn-stats.ts). */
+  turns: ClientTurn[];
   /** Aligned with `records`: what was sent and received, for the ideal model (not serialised). */
   sent: SentRequest[];
   durationMs: number;
@@ -103,6 +111,10 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
   const deadline = t0 + o.maxDurationMs;
   const records: TurnRecord[] = [];
   const sent: SentRequest[] = [];
+  const turns: ClientTurn[] = [];
+  const agentKind = o.voiceAgent ?? 'single';
+  if (agentKind === 'orchestrated' && (o.api ?? 'chat') !== 'chat') throw new Error('the orchestrated agent runs over chat completions only');
+  const callsOf = callsPlan(o.workload, agentKind);
   const total = plannedRequests(o.workload);
   let inflight = 0;
   let truncated = false;
@@ -118,12 +130,15 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
      * One request: the caller's utterance (step 0), or (null) the follow-up after a tool result.
      * `complete`: a 200 whose answer arrived whole; the record's `ok` also wants a first token.
      */
-    const exchange = async (turn: number, step: number, user: string | null): Promise<{ x: Exchange; complete: boolean }> => {
-      const req = dialogue.next(user);
-      const messages = dialogue.messages.slice();
+    let adminKey: string | null = null;
+    const exchange = async (turn: number, step: number, user: string | null, pre?: PreCall): Promise<{ x: Exchange; complete: boolean }> => {
+      const pc = pre === undefined ? null : preCallRequest(plan, group, dialogue.messages, user ?? '', pre);
+      const req = pc ?? dialogue.next(user);
+      const messages = pc?.messages ?? dialogue.messages.slice();
+      adminKey ??= adminKeyOf(req.headers, req.body);
       inflight++;
       const url = o.urls && !o.direct?.[si] ? o.urls[Math.floor((o.random ?? Math.random)() * o.urls.length)] : dest[si].url;
-      const x = await streamExchange(url, req.path, req.headers, req.body, agent, o.requestTimeoutMs, req.read);
+      const x = await streamExchange(url, req.path, req.headers, req.body, agent, o.requestTimeoutMs, 'read' in req ? req.read : readChatEvent);
       inflight--;
       const complete = x.status === 200 && x.error === null && x.done;
       const ok = complete && x.ttftMs !== null;
@@ -131,10 +146,10 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
         strategy: o.strategy, session: si, group: plan.group, turn, step, keyMode: plan.keyMode,
         sentMs: x.sentAt - t0, ttftMs: x.ttftMs, totalMs: x.totalMs, status: x.status, ok, error: ok ? null : x.error ?? 'incomplete',
         replica: dest[si].replica ?? x.replica, route: x.route, hops: x.hops, promptTokens: x.promptTokens, cachedTokens: x.cachedTokens,
-        completionTokens: x.completionTokens, toolCall: x.toolCall !== null, idealCachedTokens: null,
+        completionTokens: x.completionTokens, toolCall: x.toolCall !== null, idealCachedTokens: null, ...(pre ? { call: pre } : {}),
       });
-      sent.push({ sentAt: x.sentAt, messages, tools: group.tools, content: x.content, toolCall: x.toolCall, finishReason: x.finishReason });
-      dialogue.settle(x, complete, step);
+      sent.push({ sentAt: x.sentAt, messages, tools: pc ? pc.tools : group.tools, content: x.content, toolCall: x.toolCall, finishReason: x.finishReason });
+      if (!pc) dialogue.settle(x, complete, step);
       return { x, complete };
     };
     for (let turn = 0; turn < plan.turns.length; turn++) {
@@ -142,9 +157,7 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
         truncated = true;
         return;
       }
-      const { x, complete } = await exchange(turn, 0, plan.turns[turn].user);
-      // The agent speaks after the tool result, with no pause: part of the same caller turn.
-      if (complete && x.toolCall) await exchange(turn, 1, null);
+      turns.push(await driveTurn({ strategy: o.strategy, session: si, turn, user: plan.turns[turn].user, calls: callsOf[si][turn], adminKey: () => adminKey, exchange, dialogue }));
       if (turn < plan.turns.length - 1) await sleep(plan.turns[turn].thinkMs);
     }
   };
@@ -156,5 +169,5 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
     if (!o.agent) agent.destroy();
   }
   tick();
-  return { strategy: o.strategy, records, sent, durationMs: performance.now() - t0, truncated };
+  return { strategy: o.strategy, records, turns, sent, durationMs: performance.now() - t0, truncated };
 }

@@ -2,6 +2,7 @@
 
 import type { GatewayMetrics, PrefixCounters } from './fleet.js';
 import type { TurnRecord } from './run.js';
+import type { TurnsSummary } from './turn-stats.js';
 import { countBy, hitRate, maxOverAvg, mean, percentiles, type Percentiles } from './stats.js';
 
 /** The gateway's hops as Server-Timing reports them, then the rest of the client's TTFT. */
@@ -42,6 +43,8 @@ export interface StrategySummary {
   hopsMeanMs: Record<string, number | null>;
   perTurn: { turn: number; n: number; p50: number; p90: number; hitRate: number | null }[];
   routes: Record<string, number>;
+  /** Per caller turn next to per request (turn-stats.ts); absent in results written before turns were measured. */
+  turns?: TurnsSummary;
 }
 
 export interface SummaryInput {

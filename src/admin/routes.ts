@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { errorBody, errors, type WarmrouteError } from '../errors.js';
 import type { Registry, ReplicaState } from '../fleet/registry.js';
+import type { Turns } from '../record/turns.js';
 import type { Router } from '../routing/types.js';
 import type { Metrics } from '../telemetry/metrics.js';
 
@@ -15,6 +16,8 @@ export interface AdminDeps {
   /** When set, every /admin/* request needs `Authorization: Bearer <token>`. */
   readonly token?: string | null;
   /** Drain with warm handoff (fleet/drain.ts); the routes answer 404 without it. */
+  /** Caller turns per session (record/turns.ts): the session view shows its last ones. */
+  readonly turns?: Pick<Turns, 'lastTurns' | 'forget'>;
   readonly drains?: {
     drain(name: string): boolean;
     undrain(name: string): boolean;
@@ -140,13 +143,17 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
   app.get<{ Params: { key: string } }>('/admin/sessions/:key', async (req, reply) => {
     const s = router.session(req.params.key);
     const d = router.lastDrift(req.params.key);
-    if (!s && !d) return sendError(reply, errors.sessionNotFound([], 'key'));
+    const t = deps.turns?.lastTurns(req.params.key) ?? null;
+    if (!s && !d && !t) return sendError(reply, errors.sessionNotFound([], 'key'));
     const lastDrift = d === null ? null : { where: d.where, message: d.message, at: new Date(d.at).toISOString() };
-    return s ? { ...s, since: new Date(s.since).toISOString(), lastSeen: new Date(s.lastSeen).toISOString(), lastDrift } : { key: req.params.key, replica: null, lastDrift };
+    const turns = t === null ? null : { open: t.open, last: t.turns };
+    return s ? { ...s, since: new Date(s.since).toISOString(), lastSeen: new Date(s.lastSeen).toISOString(), lastDrift, turns } : { key: req.params.key, replica: null, lastDrift, turns };
   });
   app.delete<{ Params: { key: string } }>('/admin/sessions/:key', async (req, reply) => {
     const removed = router.unpin(req.params.key);
-    return reply.code(removed ? 200 : 404).send({ unpinned: removed });
+    // What the gateway knows of the session goes with its pin: its turns too.
+    const forgot = deps.turns?.forget(req.params.key) ?? false;
+    return reply.code(removed || forgot ? 200 : 404).send({ unpinned: removed });
   });
   app.get<{ Params: { id: string } }>('/admin/responses/:id', async (req, reply) => {
     const r = router.storedResponse(req.params.id);

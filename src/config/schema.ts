@@ -339,6 +339,21 @@ export const ConfigSchema = Type.Object({
     /** Longest warmup; past it the replica takes sessions anyway (logged). */
     timeoutMs: Ms(60_000),
   }),
+  /**
+   * Caller turns (record/turns.ts): every call of a session ending in the same last user message is
+   * one turn; its calls, the caller's wait and the LLM time in it are measured and exported.
+   */
+  turns: Section({
+    enabled: Type.Boolean({ default: true }),
+    /** A turn with nothing in flight and no new call for this long is closed (a caller that went away). */
+    idleMs: Ms(30_000),
+    /** The caller's wait per turn past this counts in warmroute_turns_over_budget_total. */
+    budgetMs: Ms(250),
+    /** Sessions whose turns are followed (least recently active first out). */
+    maxSessions: Type.Integer({ minimum: 1, default: 100_000 }),
+    /** Closed turns kept per session for GET /admin/sessions/{key}. */
+    keep: Type.Integer({ minimum: 0, maximum: 1000, default: 8 }),
+  }),
   headers: Section({
     /** x-warmroute-replica and x-warmroute-route on responses. */
     route: Type.Boolean({ default: true }),

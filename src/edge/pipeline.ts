@@ -119,6 +119,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     const identity = x.identity!;
     const decision = router.route({ identity, replicas: registry.views });
     x.clock.routed = nowMs();
+    recorder.arrived(identity, x.clock);
     if (decision.drift) recorder.drift(identity, decision.drift);
     admit(x, () => forwardTo(x, target, body, decision, resumable, streamed));
   }

@@ -23,6 +23,13 @@ export interface Chain {
   readonly promptTokens: number;
   readonly placementKey: string | null;
   readonly sharedTokens: number;
+  /** Index of the last user message (chat, Responses API items), -1 when none. */
+  readonly lastUser: number;
+  /**
+   * Hash of the last user message alone (its rendering, not the chain before it): what every call
+   * of one caller turn shares, whatever system prompt each call puts before it. null when none.
+   */
+  readonly utterance: string | null;
 }
 
 /**
@@ -37,7 +44,7 @@ const KIND_IDS = 0x49; // I
 const KIND_RESPONSES = 0x52; // R
 
 /** A request with nothing to chain (no messages, no prompt, or routed by something else). */
-export const NO_CHAIN: Chain = { seed: '', firstUser: -1, chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0 };
+export const NO_CHAIN: Chain = { seed: '', firstUser: -1, chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0, lastUser: -1, utterance: null };
 
 /** Model and cache_salt: they change the seed but are not prompt text, so they add no tokens. */
 function writeSeedHead(kind: number, body: Record<string, unknown>): number {
@@ -65,9 +72,13 @@ function linkChain(items: readonly unknown[], headBytes: number, opts: ChainOpti
   const chainTokens = new Array<number>(n);
   let tokens = seedTokens;
   let firstUser = -1;
+  let lastUser = -1;
   for (let i = 0; i < n; i++) {
     resetWriter();
-    if (writeItem(items[i]) && firstUser < 0) firstUser = i;
+    if (writeItem(items[i])) {
+      if (firstUser < 0) firstUser = i;
+      lastUser = i;
+    }
     prev = digest(prev);
     chain[i] = prev.toString(16);
     tokens += Math.ceil(writtenTextBytes() / bpt) + MESSAGE_OVERHEAD_TOKENS;
@@ -75,8 +86,15 @@ function linkChain(items: readonly unknown[], headBytes: number, opts: ChainOpti
   }
   const placementAt = firstUser < 0 ? n - 1 : firstUser;
   const sharedTokens = firstUser < 0 ? tokens : firstUser === 0 ? seedTokens : chainTokens[firstUser - 1];
+  // The last user message rendered once more, alone: one message, not a second walk of the body.
+  let utterance: string | null = null;
+  if (lastUser >= 0) {
+    resetWriter();
+    writeItem(items[lastUser]);
+    utterance = digest(0n).toString(16);
+  }
   resetWriter();
-  return { seed: seed.toString(16), firstUser, chain, chainTokens, promptTokens: tokens, placementKey: chain[placementAt], sharedTokens };
+  return { seed: seed.toString(16), firstUser, chain, chainTokens, promptTokens: tokens, placementKey: chain[placementAt], sharedTokens, lastUser, utterance };
 }
 
 const asRecord = (v: unknown): Record<string, unknown> | null => (v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Record<string, unknown> : null);
@@ -193,5 +211,5 @@ export function completionChain(body: Record<string, unknown>, opts: ChainOption
   const chainTokens = new Array<number>(n);
   for (let i = 0; i < n; i++) chainTokens[i] = Math.ceil(Math.min((i + 1) * block, byteLength) / perToken);
   const placementAt = Math.min(n, Math.max(1, opts.placementBlocks)) - 1;
-  return { seed: seed.toString(16), firstUser: 0, chain, chainTokens, promptTokens: chainTokens[n - 1], placementKey: chain[placementAt], sharedTokens: 0 };
+  return { seed: seed.toString(16), firstUser: 0, chain, chainTokens, promptTokens: chainTokens[n - 1], placementKey: chain[placementAt], sharedTokens: 0, lastUser: -1, utterance: null };
 }

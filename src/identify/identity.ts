@@ -29,6 +29,10 @@ export interface RequestIdentity {
    * match no longer than this is the shared system prompt, not this conversation. 0 when unknown.
    */
   readonly sharedTokens: number;
+  /** Index of the last user message in `messages` / `input`, -1 when none (a turn's anchor is chain[lastUser]). */
+  readonly lastUser: number;
+  /** Hash of the last user message alone: the calls of one caller turn share it (record/turns.ts). */
+  readonly utterance: string | null;
   /**
    * A response stored on one replica that this request needs (Responses API): the
    * `previous_response_id` of POST /v1/responses, or the `{id}` of /v1/responses/{id}[/...]. Only
@@ -200,8 +204,12 @@ function chainOf(kind: RequestKind, body: Body, storedResponseId: string | null,
     case 'chat': return chatChain(body, opts);
     case 'completion': return completionChain(body, opts);
     // A continuation's prompt is the stored conversation plus this input, and only its replica
-    // knows the stored part: the visible input alone is no prefix of anything.
-    case 'responses': return storedResponseId === null ? responsesChain(body, opts) : NO_CHAIN;
+    // knows the stored part: the visible input alone is no prefix of anything. Its last user
+    // message (if any) still says which caller turn it belongs to.
+    case 'responses': {
+      const c = responsesChain(body, opts);
+      return storedResponseId === null ? c : { ...NO_CHAIN, utterance: c.utterance };
+    }
     case 'other': return NO_CHAIN;
   }
 }
@@ -227,6 +235,8 @@ export function identify(kind: RequestKind, body: Body, headers: IncomingHttpHea
     promptTokens: ch.promptTokens,
     placementKey: ch.placementKey,
     sharedTokens: ch.sharedTokens,
+    lastUser: ch.lastUser,
+    utterance: ch.utterance,
     storedResponseId,
     storesResponse: kind === 'responses' && body.store !== false,
   };

@@ -9,6 +9,7 @@ import { HOPS, type Metrics } from '../telemetry/metrics.js';
 import type { SessionTagger } from '../telemetry/session-tag.js';
 import { throttle } from '../telemetry/throttle.js';
 import type { FirstToken } from '../stream/tap.js';
+import type { Turns } from './turns.js';
 import type { Ending } from '../upstream/forward.js';
 
 /** How a request ended, whether or not it was routed. */
@@ -54,6 +55,8 @@ export interface Recorder {
   readonly sessionTag: SessionTagger;
   /** A session's prompt stopped extending its previous turn: counted, and one warn line (no text). */
   drift(identity: RequestIdentity, drift: Drift): void;
+  /** A request routed: its place in its session's caller turn (record/turns.ts). */
+  arrived(identity: RequestIdentity, clock: HopClock): void;
   /** `key`: the client API key's name, when keys are configured. */
   record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null }): void;
 }
@@ -63,8 +66,8 @@ export interface Recorder {
  * request and decision counters, token counters, the router's feedback and the one access log
  * line.
  */
-export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router; sessionTag: SessionTagger }): Recorder {
-  const { metrics: m, log, router, sessionTag } = deps;
+export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router; sessionTag: SessionTagger; turns?: Turns }): Recorder {
+  const { metrics: m, log, router, sessionTag, turns } = deps;
   const hop = HOPS.map((h) => m.hopDuration.labels(h));
   // prom-client builds a label object and a closure on every labels() call: each series' child is
   // made once and kept (every label set here is bounded: replicas, reasons, outcomes).
@@ -82,6 +85,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   const driftWarning = throttle(60_000);
   return {
     sessionTag,
+    arrived(identity, clock) { turns?.arrived(identity, clock); },
     drift(identity, d) {
       driftBy(d.where).inc();
       const suppressed = driftWarning();
@@ -89,6 +93,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       log.warn({ session: sessionTag(identity.sessionKey ?? identity.placementKey), sessionSource: identity.sessionKeySource, where: d.where, message: d.message, suppressed }, 'prompt drift: this turn no longer extends the session\'s previous prompt, so its cache is lost from there');
     },
     record({ method, path, identity, clock, ended: e, key = null }) {
+      const place = turns?.ended(clock, e.responseId ?? null) ?? null;
       const hops = hopsOf(clock);
       for (let i = 0; i < HOPS.length; i++) {
         const v = hops[HOPS[i]];
@@ -144,6 +149,8 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         attempts: e.attempts,
         session: sessionTag(identity?.sessionKey ?? null),
         sessionSource: identity?.sessionKeySource ?? null,
+        turn: place?.turn ?? null,
+        call: place?.call ?? null,
         // Only a model some replica serves (the request was routed): otherwise it is the client's text.
         model: e.reason !== null ? identity?.model ?? null : null,
         stream: e.sse,

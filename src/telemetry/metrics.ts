@@ -8,6 +8,11 @@ export type Hop = (typeof HOPS)[number];
 const HOP_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 // KV events arrive within milliseconds on a healthy link; seconds mean a backlog.
 const KV_LAG_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+// Turns: fine steps around a 250 ms budget (turns.budgetMs' default), then out to half a minute.
+const TURN_WAIT_BUCKETS = [0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.225, 0.25, 0.275, 0.3, 0.35, 0.4, 0.5, 0.6, 0.8, 1, 1.5, 2, 3, 5, 10, 30];
+// Calls are whole numbers: bounds halfway between them, so histogram_quantile's interpolation inside
+// a bucket reads the integer at its middle (bounds at 1, 2, ... would read a turn of 1 call as 0.5).
+const TURN_CALL_BUCKETS = [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 8.5, 10.5, 15.5, 20.5, 50.5];
 const TTFT_BUCKETS = [0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30];
 
 /** Every metric the gateway exports, defined once, on its own registry (several gateways may share a process in tests). */
@@ -37,6 +42,11 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     authFailures: new Counter({ name: 'warmroute_auth_failures_total', help: 'Data-plane requests refused with 401, by reason (missing, invalid).', labelNames: ['reason'] as const, registers }),
     clientRequests: new Counter({ name: 'warmroute_client_requests_total', help: 'Requests by client API key name (when keys are configured) and outcome code.', labelNames: ['key', 'code'] as const, registers }),
     prefixDrift: new Counter({ name: 'warmroute_prefix_drift_total', help: 'Turns whose prompt no longer extends the session\'s previous turn (its cache is lost from that point), by where the first difference falls: tools (what precedes the messages), system, history.', labelNames: ['where'] as const, registers }),
+    turnCalls: new Histogram({ name: 'warmroute_turn_calls', help: 'LLM calls per caller turn (every call of a session ending in the same last user message: classification, extraction, tool loops, the answer), observed when the turn closes.', buckets: TURN_CALL_BUCKETS, registers }),
+    turnWait: new Histogram({ name: 'warmroute_turn_wait_seconds', help: 'The caller\'s wait per turn: its first request received → first content token of its last call that produced content.', buckets: TURN_WAIT_BUCKETS, registers }),
+    turnLlm: new Histogram({ name: 'warmroute_turn_llm_seconds', help: 'LLM time inside a turn: the sum over its calls of the replica\'s TTFT (request written → first token) and the generation after it.', buckets: TURN_WAIT_BUCKETS, registers }),
+    turnsOverBudget: new Counter({ name: 'warmroute_turns_over_budget_total', help: 'Turns whose caller\'s wait was longer than turns.budgetMs.', registers }),
+    turns: new Counter({ name: 'warmroute_turns_total', help: 'Caller turns closed, by what closed them: next (the session\'s next user message), idle (nothing for turns.idleMs), evicted (turns.maxSessions).', labelNames: ['closed'] as const, registers }),
     resumes: new Counter({ name: 'warmroute_stream_resumes_total', help: 'Streams that broke off mid-way and were resumed on another replica (resume.enabled), by outcome: resumed, failed, or why it was not tried.', labelNames: ['outcome'] as const, registers }),
     promptTokens: new Counter({ name: 'warmroute_prompt_tokens_total', help: 'Prompt tokens reported by replicas in usage.', labelNames: ['replica'] as const, registers }),
     cachedTokens: new Counter({ name: 'warmroute_cached_tokens_total', help: 'Prompt tokens the replica served from its prefix cache (usage.prompt_tokens_details.cached_tokens).', labelNames: ['replica'] as const, registers }),

@@ -73,7 +73,11 @@ test('the oracle in the report: its own row, no gateway figures ("—"), not in 
   assert.doesNotMatch(html, /NaN|Infinity|undefined/);
   assert.ok(html.includes('oracle (i mod R, no gateway)'));
   assert.match(html, /class="badge ref">reference</);
-  assert.match(html, /<tr class="ref">/);
+  // The oracle's rows are told apart by italics on a light background: the near-black of the
+  // reference badge is for the badge alone (an unscoped .ref rule once painted the rows with it).
+  assert.match(html, /<tr class="direct">/);
+  assert.doesNotMatch(html, /(^|[}\s])\.ref\{/);
+  assert.match(html, /tr\.direct td\{[^}]*color:#1d2327[^}]*background:#f6f6f3/);
   // The hop breakdown has the oracle (its whole TTFT is the replica's); the gateway's own hops do not.
   const svgs = html.split('<svg xmlns').slice(1);
   assert.equal(svgs.length, 4);

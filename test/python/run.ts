@@ -24,11 +24,14 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import { request } from 'undici';
 import { startFleet, type SimFleet } from '../../bench/sim/index.js';
 import { DEFAULT_MODEL } from '../../bench/sim/config.js';
-import { sessionTag } from '../../src/record/record.js';
+import { createSessionTagger } from '../../src/telemetry/session-tag.js';
 import { accessLines, startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
 import { FAST } from '../sim/helpers.js';
 
 const HERE = new URL('.', import.meta.url).pathname;
+// The gateway's session tags are keyed: the suite holds the key, so it can find each call's lines.
+const TAG_SECRET = 'python-client-suite';
+const sessionTag = createSessionTagger(TAG_SECRET);
 const VENV = process.env.WARMROUTE_CLIENTS_VENV ?? join(homedir(), '.cache/warmroute/venv-clients');
 const CLIENTS = ['openai-sdk', 'openai-sdk-shared', 'livekit', 'pipecat'] as const;
 const { values: args } = parseArgs({
@@ -151,7 +154,7 @@ function suite(name: string, makeFleet: () => Promise<Fleet | string>): void {
         return;
       }
       fleet = f;
-      g = await startGateway(fleet.urls);
+      g = await startGateway(fleet.urls, { logging: { sessionTagSecret: TAG_SECRET } });
     });
     after(async () => {
       await g?.close();

@@ -1,0 +1,292 @@
+import type { RequestIdentity } from '../identify/identity.js';
+import type { HopClock } from '../telemetry/hop-clock.js';
+import { nowMs } from '../telemetry/hop-clock.js';
+import type { Metrics } from '../telemetry/metrics.js';
+
+/**
+ * Caller turns: every call of a session whose conversation ends in the same last user message
+ * (classification and extraction calls, tool loops, the final answer) is one turn; a new user
+ * message starts the next. Found from what identify/ already computed (the utterance hash, the
+ * chain's links, the session key or placement key) and, for the Responses API, from which session
+ * produced the previous response. Nothing here reads the body.
+ */
+
+export interface TurnsOptions {
+  readonly enabled: boolean;
+  /** A turn with no call in flight and none arriving for this long is closed. */
+  readonly idleMs: number;
+  /** The caller's wait past this counts in warmroute_turns_over_budget_total. */
+  readonly budgetMs: number;
+  /** Sessions followed (least recently active first out); also bounds the response → session map. */
+  readonly maxSessions: number;
+  /** Closed turns kept per session for the admin view. */
+  readonly keep: number;
+}
+
+export const TURN_CLOSE_CAUSES = ['next', 'idle', 'evicted'] as const;
+export type TurnCloseCause = (typeof TURN_CLOSE_CAUSES)[number];
+
+/** A closed turn as the admin view shows it. */
+export interface TurnSummary {
+  readonly index: number;
+  readonly calls: number;
+  /** Calls that overlapped no other call of the turn. */
+  readonly sequential: number;
+  /** Calls that ran while another call of the turn was open. */
+  readonly overlapped: number;
+  /** First request received → first content token of the last call that produced content; null: none did. */
+  readonly waitMs: number | null;
+  /** Sum over the calls of the replica's TTFT (request written → first token) and the generation after it. */
+  readonly llmMs: number;
+  readonly overBudget: boolean;
+  readonly startedAt: string;
+  readonly closedBy: TurnCloseCause;
+}
+
+/** Where a request fell: written in its access line. */
+export interface TurnPlace {
+  readonly turn: number;
+  readonly call: number;
+}
+
+export interface Turns {
+  /** A request routed: joins its session's open turn or starts the next one. */
+  arrived(identity: RequestIdentity, clock: HopClock): void;
+  /** A request ended: its call's times are taken from the clock. null: not part of any turn. */
+  ended(clock: HopClock, responseId: string | null): TurnPlace | null;
+  /** A session's closed turns, oldest first, then the open one; null: unknown session. */
+  lastTurns(key: string): { open: { index: number; calls: number } | null; turns: TurnSummary[] } | null;
+  /** Forgets a session (DELETE /admin/sessions/{key}); an open turn is closed as evicted first. */
+  forget(key: string): boolean;
+  /** Closes turns idle past idleMs (the timer calls it; tests may too). */
+  sweep(now?: number): void;
+  setOptions(o: TurnsOptions): void;
+  close(): void;
+}
+
+interface Call { received: number; sent: number; firstToken: number; ended: number }
+
+interface Turn {
+  readonly index: number;
+  readonly utterance: string | null;
+  /** chain[lastUser] of the turn's first call, and that index: a later turn repeating the same words extends it. */
+  readonly anchor: string | null;
+  readonly anchorIndex: number;
+  readonly started: number;
+  readonly calls: Call[];
+  callCount: number;
+  open: number;
+  closing: TurnCloseCause | null;
+  done: boolean;
+}
+
+interface Session {
+  readonly id: string;
+  next: number;
+  current: Turn | null;
+  lastActivity: number;
+  readonly history: TurnSummary[];
+}
+
+interface Placed { readonly session: Session; readonly turn: Turn; readonly call: number }
+
+/** Calls whose times are kept per turn; past it a (runaway) tool loop is still counted. */
+const MAX_CALLS_KEPT = 256;
+
+const wall = (mono: number) => new Date(performance.timeOrigin + mono).toISOString();
+
+/** Whether call i's [received, ended] intersects another call's. */
+function overlapCount(calls: readonly Call[], now: number): number {
+  let n = 0;
+  for (let i = 0; i < calls.length; i++) {
+    const a = calls[i];
+    const aEnd = a.ended || now;
+    for (let j = 0; j < calls.length; j++) {
+      if (j === i) continue;
+      const b = calls[j];
+      if (a.received < (b.ended || now) && b.received < aEnd) { n++; break; }
+    }
+  }
+  return n;
+}
+
+export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
+  let o = opts;
+  const placed = new WeakMap<HopClock, Placed>();
+  /** Every session followed, least recently active first (a Map keeps insertion order). */
+  const sessions = new Map<string, Session>();
+  /** Sessions with an open turn, least recently active first: the idle sweep reads from the front. */
+  const active = new Map<string, Session>();
+  /** Responses API: response id → the session that produced it (previous_response_id follows it). */
+  const responses = new Map<string, string>();
+  const closedBy = Object.fromEntries(TURN_CLOSE_CAUSES.map((c) => [c, metrics.turns.labels(c)])) as Record<TurnCloseCause, ReturnType<typeof metrics.turns.labels>>;
+  for (const c of TURN_CLOSE_CAUSES) closedBy[c].inc(0);
+
+  function touch(s: Session, now: number) {
+    s.lastActivity = now;
+    sessions.delete(s.id);
+    sessions.set(s.id, s);
+    if (s.current !== null && !s.current.done) {
+      active.delete(s.id);
+      active.set(s.id, s);
+    }
+  }
+
+  function finish(s: Session, t: Turn, cause: TurnCloseCause, now: number) {
+    if (t.done) return;
+    t.done = true;
+    if (s.current === t) {
+      s.current = null;
+      active.delete(s.id);
+    }
+    let last: Call | null = null;
+    let llm = 0;
+    for (const c of t.calls) {
+      if (c.firstToken > 0) last = c;
+      if (c.sent > 0 && c.ended > c.sent) llm += c.ended - c.sent;
+    }
+    const wait = last === null ? null : last.firstToken - t.started;
+    const over = wait !== null && wait > o.budgetMs;
+    const overlapped = overlapCount(t.calls, now);
+    metrics.turnCalls.observe(t.callCount);
+    if (wait !== null) metrics.turnWait.observe(wait / 1000);
+    metrics.turnLlm.observe(llm / 1000);
+    if (over) metrics.turnsOverBudget.inc();
+    closedBy[cause].inc();
+    s.history.push({
+      index: t.index, calls: t.callCount, sequential: t.calls.length - overlapped, overlapped,
+      waitMs: wait === null ? null : Math.round(wait * 1000) / 1000, llmMs: Math.round(llm * 1000) / 1000,
+      overBudget: over, startedAt: wall(t.started), closedBy: cause,
+    });
+    while (s.history.length > o.keep) s.history.shift();
+  }
+
+  function sessionIdOf(identity: RequestIdentity): string | null {
+    if (identity.sessionKey !== null) return `k:${identity.sessionKey}`;
+    if (identity.storedResponseId !== null) {
+      const prev = responses.get(identity.storedResponseId);
+      if (prev !== undefined) return prev;
+    }
+    if (identity.placementKey !== null && identity.kind !== 'completion') return `p:${identity.placementKey}`;
+    return null;
+  }
+
+  /** Whether this call belongs to the session's open turn. */
+  function sameTurn(t: Turn, identity: RequestIdentity): boolean {
+    const u = identity.utterance;
+    // No user message of its own (a tool result sent back, a Responses continuation with only
+    // function_call_output): it carries on the turn that is open.
+    if (u === null) return true;
+    if (u !== t.utterance) return false;
+    // The same words again, in a conversation that already holds this turn's user message earlier
+    // on: the caller said it twice, the second is the next turn.
+    return !(t.anchor !== null && identity.lastUser > t.anchorIndex && identity.chain[t.anchorIndex] === t.anchor);
+  }
+
+  const timer = setInterval(() => sweep(), 250);
+  timer.unref();
+
+  function sweep(now = nowMs()) {
+    for (const s of active.values()) {
+      if (now - s.lastActivity <= o.idleMs) break;
+      const t = s.current;
+      if (t === null || t.done) { active.delete(s.id); continue; }
+      if (t.open > 0) {
+        // A call still streams (it ends by itself: timeouts bound it): look again later.
+        active.delete(s.id);
+        active.set(s.id, s);
+        s.lastActivity = now;
+        continue;
+      }
+      finish(s, t, 'idle', now);
+    }
+  }
+
+  return {
+    arrived(identity, clock) {
+      if (!o.enabled) return;
+      const id = sessionIdOf(identity);
+      if (id === null) return;
+      const now = clock.received;
+      let s = sessions.get(id);
+      if (s === undefined) {
+        s = { id, next: 0, current: null, lastActivity: now, history: [] };
+        while (sessions.size >= o.maxSessions) {
+          const [oldId, old] = sessions.entries().next().value as [string, Session];
+          if (old.current !== null) finish(old, old.current, 'evicted', now);
+          sessions.delete(oldId);
+        }
+      }
+      let t = s.current;
+      if (t !== null && (now - s.lastActivity > o.idleMs && t.open === 0)) {
+        finish(s, t, 'idle', now);
+        t = null;
+      }
+      if (t === null || !sameTurn(t, identity)) {
+        if (t !== null) {
+          t.closing = 'next';
+          if (t.open === 0) finish(s, t, 'next', now);
+          // Else it is finished when its last call ends.
+          if (s.current === t) s.current = null;
+        }
+        const anchorIndex = identity.lastUser;
+        t = {
+          index: s.next++, utterance: identity.utterance,
+          anchor: anchorIndex >= 0 && anchorIndex < identity.chain.length ? identity.chain[anchorIndex] : null, anchorIndex,
+          started: now, calls: [], callCount: 0, open: 0, closing: null, done: false,
+        };
+        s.current = t;
+      }
+      const call = t.callCount++;
+      if (t.calls.length < MAX_CALLS_KEPT) t.calls.push({ received: now, sent: 0, firstToken: 0, ended: 0 });
+      t.open++;
+      placed.set(clock, { session: s, turn: t, call });
+      touch(s, now);
+    },
+    ended(clock, responseId) {
+      const p = placed.get(clock);
+      if (p === undefined) return null;
+      placed.delete(clock);
+      const { session: s, turn: t, call } = p;
+      const c = t.calls[call];
+      if (c !== undefined) {
+        c.sent = clock.sent;
+        c.firstToken = clock.firstToken;
+        c.ended = clock.ended || nowMs();
+      }
+      t.open--;
+      if (responseId) {
+        responses.delete(responseId);
+        responses.set(responseId, s.id);
+        if (responses.size > o.maxSessions) responses.delete(responses.keys().next().value as string);
+      }
+      const now = c?.ended ?? nowMs();
+      if (!t.done) {
+        if (t.closing !== null && t.open === 0) finish(s, t, t.closing, now);
+        else if (s.current === t) touch(s, now);
+      }
+      return { turn: t.index, call };
+    },
+    lastTurns(key) {
+      const s = sessions.get(`k:${key}`) ?? sessions.get(`p:${key}`);
+      if (s === undefined) return null;
+      const t = s.current;
+      return { open: t === null || t.done ? null : { index: t.index, calls: t.callCount }, turns: [...s.history] };
+    },
+    forget(key) {
+      let found = false;
+      for (const id of [`k:${key}`, `p:${key}`]) {
+        const s = sessions.get(id);
+        if (s === undefined) continue;
+        if (s.current !== null) finish(s, s.current, 'evicted', nowMs());
+        sessions.delete(id);
+        active.delete(id);
+        found = true;
+      }
+      return found;
+    },
+    sweep,
+    setOptions(next) { o = next; },
+    close() { clearInterval(timer); },
+  };
+}
