@@ -15,7 +15,8 @@ const replicas = async (g: TestGateway) =>
 const metrics = async (g: TestGateway) => (await request(`${g.adminUrl}/metrics`)).body.text();
 
 async function turn(g: TestGateway, key: string): Promise<string> {
-  const t = await simTurn(g, [{ role: 'user', content: `I am ${key}` }], { session: key });
+  // Streamed: only a streamed answer's first token is a TTFT the cost model learns from.
+  const t = await simTurn(g, [{ role: 'user', content: `I am ${key}` }], { session: key, stream: true });
   assert.equal(t.status, 200);
   return t.replica;
 }

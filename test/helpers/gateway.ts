@@ -68,11 +68,11 @@ export interface SimTurn {
  * under `session` as x-session-id when given: its status and where it went. The body is read and
  * dropped.
  */
-export async function simTurn(g: Pick<TestGateway, 'url'>, messages: { role: string; content: string }[], opts: { session?: string | null; maxTokens?: number } = {}): Promise<SimTurn> {
+export async function simTurn(g: Pick<TestGateway, 'url'>, messages: { role: string; content: string }[], opts: { session?: string | null; maxTokens?: number; stream?: boolean } = {}): Promise<SimTurn> {
   const res = await request(`${g.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(opts.session ? { 'x-session-id': opts.session } : {}) },
-    body: JSON.stringify({ model: DEFAULT_MODEL, max_tokens: opts.maxTokens ?? 2, messages }),
+    body: JSON.stringify({ model: DEFAULT_MODEL, max_tokens: opts.maxTokens ?? 2, messages, ...(opts.stream ? { stream: true } : {}) }),
   });
   await res.body.text();
   return { status: res.statusCode, replica: String(res.headers['x-warmroute-replica']), route: String(res.headers['x-warmroute-route']) };
