@@ -90,10 +90,19 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   const clientGone = (replica: string | null) => metrics.clientAborts.inc({ replica: replica ?? 'none' });
   const aborted = () => ABORTED;
 
+  /**
+   * Runs inside the owner's end, called from undici's handler or the response's 'close': a throw
+   * here (a bug in the recorder, the router's feedback or fleet/) would escape into those, so it
+   * is logged instead; the exchange's slots are already back.
+   */
   function report(x: InFlight, ended: Ended) {
     if (x.clock.ended === 0) x.clock.ended = nowMs();
-    recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key });
-    if (x.target !== null && x.identity !== null) deps.served?.(x.identity, x.target, x.body, ended);
+    try {
+      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key });
+      if (x.target !== null && x.identity !== null) deps.served?.(x.identity, x.target, x.body, ended);
+    } catch (err) {
+      log.error({ err, path: x.path }, 'internal error: recording an ended exchange failed');
+    }
   }
 
   function refuse(x: InFlight, e: unknown) {

@@ -43,7 +43,7 @@ export interface ExchangeOwner<E> {
 export interface ExchangeOwnerDeps<E> {
   readonly admission: Admission;
   readonly global: Limiter;
-  /** Once per exchange, after every slot was given back: the access line and the router's feedback. */
+  /** Once per exchange, after every slot was given back: the access line and the router's feedback. Should not throw; if it does, `done` still settles. */
   readonly report: (ended: E) => void;
   /** The client went before the exchange ended and no stage set its own handling: how it is reported. */
   readonly aborted: () => E;
@@ -109,8 +109,13 @@ export function createExchangeOwner<E>(res: ServerResponse, deps: ExchangeOwnerD
       self.releaseReplica();
       if (global) { global = false; deps.global.release(); }
       if (key !== null) { key.open--; key = null; }
-      deps.report(e);
-      resolveDone();
+      // Every slot is back already; a report that throws must not also keep the drain waiting on
+      // an exchange that is over.
+      try {
+        deps.report(e);
+      } finally {
+        resolveDone();
+      }
       return true;
     },
     done,
