@@ -327,7 +327,13 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
     }
     const go = () => { if (owner.holdReplica(next!)) continueOn(next!, continuationBody(ex.resumable!, text), id, e); };
     if (wait === null) return go();
-    wait.then(go, () => { if (owner.ended) return; metrics.resumes.inc({ outcome: 'failed' }); interrupted(e); });
+    // Like any queue wait: a client that leaves meanwhile gives its place up at once.
+    const w = wait;
+    owner.waiting(() => deps.admission.cancel(next!, w));
+    w.then(
+      () => { owner.waiting(null); go(); },
+      () => { owner.waiting(null); if (owner.ended) return; metrics.resumes.inc({ outcome: 'failed' }); interrupted(e); },
+    );
   }
 
   function continueOn(r: ReplicaState, body: string, originalId: string, original: WarmrouteError) {
