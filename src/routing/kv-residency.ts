@@ -147,13 +147,23 @@ export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyH
     rb.recentAt = (rb.recentAt + 1) % RECENT;
   }
 
+  /**
+   * The block's parent, only while the lineage is consistent (one level up). A parent removed and
+   * stored again under another parent has another depth; following it could loop for ever (A's
+   * parent B, B's parent A), and these walks run on the event loop.
+   */
+  function parentOf(rb: ReplicaBlocks, b: Block): Block | undefined {
+    const p = b.parent === null ? undefined : rb.blocks.get(b.parent);
+    return p !== undefined && p.depth === b.depth - 1 ? p : undefined;
+  }
+
   /** The ancestor of `key` at `depth` (the block itself at its own depth). */
   function ancestor(rb: ReplicaBlocks, key: string, depth: number): string | null {
     let k: string | null = key;
     let b = rb.blocks.get(key);
     while (b !== undefined && b.depth > depth) {
       k = b.parent;
-      b = k === null ? undefined : rb.blocks.get(k);
+      b = parentOf(rb, b);
     }
     return b !== undefined && b.depth === depth ? k : null;
   }
@@ -204,11 +214,13 @@ export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyH
       const depth = Math.floor(promptTokens / bs);
       const n = chain.length;
       if (depth === 0 || n === 0) return { learned: false, reason: 'short' };
-      const candidates: string[] = [];
+      // A Set: the ring may hold a key more than once, and many blocks can share one depth.
+      const found = new Set<string>();
       for (const k of rb.recent) {
         const b = rb.blocks.get(k);
-        if (b !== undefined && b.depth === depth && b.storedAt >= sentAt && !candidates.includes(k)) candidates.push(k);
+        if (b !== undefined && b.depth === depth && b.storedAt >= sentAt) found.add(k);
       }
+      const candidates = [...found];
       // The conversation's deepest link already mapped here tells which lineage is its own.
       let anchor: string | null = null;
       let anchorDepth = 0;
@@ -232,7 +244,7 @@ export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyH
         if (d <= 0) break;
         while (b !== undefined && b.depth > d) {
           key = b.parent;
-          b = key === null ? undefined : rb.blocks.get(key);
+          b = parentOf(rb, b);
         }
         if (b === undefined || key === null || b.depth !== d) break;
         const was = rb.linkBlock.get(chain[i]);

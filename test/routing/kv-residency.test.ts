@@ -79,3 +79,17 @@ describe('KV residency: learning which engine blocks a request ended in', () => 
     assert.equal(r.learn('a', ['l'], [4], 4, 2).reason, 'none');
   });
 });
+
+describe('KV residency: a lineage made inconsistent by a removal and a new store', () => {
+  it('a block stored again under its own child does not send learning round in a loop', () => {
+    const { r } = residency();
+    // b1 ← b2; b1 removed, then stored again with b2 as its parent: b2's parent b1 now sits below it.
+    r.apply('a', [{ type: 'stored', hashes: ['b1', 'b2'], parent: null, tokenCount: 8, blockSize: 4, medium: 'GPU' }], 1);
+    r.apply('a', [{ type: 'removed', hashes: ['b1'], medium: 'GPU' }], 2);
+    r.apply('a', [{ type: 'stored', hashes: ['b1'], parent: 'b2', tokenCount: 4, blockSize: 4, medium: 'GPU' }], 3);
+    // 12 tokens: depth 3 is b1; the first link's depth (1) is reached only through b2 → b1 → b2 …
+    const out = r.learn('a', ['l0', 'l1'], [4, 12], 12, 0);
+    assert.equal(out.reason, 'learned');
+    assert.deepEqual(r.stats('a'), { blocks: 2, links: 1 }, 'only the link whose block is consistent is mapped');
+  });
+});
