@@ -1,5 +1,5 @@
 import { defaultsOf } from '../config/defaults.js';
-import { ResponsesSchema, STRATEGY_NAMES, type LostStateAction, type StrategyName } from '../config/schema.js';
+import { ConfigSchema, ResponsesSchema, STRATEGY_NAMES, type LostStateAction, type StrategyName } from '../config/schema.js';
 import { errors } from '../errors.js';
 import type { RequestIdentity } from '../identify/identity.js';
 import { createMemorySessionStore } from '../store/memory.js';
@@ -54,6 +54,8 @@ const EVICTION_SLACK_TOKENS = 64;
 const LEARN_DELAY_MS = 100;
 
 const RESPONSES_DEFAULTS = defaultsOf(ResponsesSchema);
+// The schema's own default (config/schema.ts is its one source), for a router built without a config.
+const KV_EVENTS_DEFAULTS = defaultsOf(ConfigSchema.properties.kvEvents);
 
 /** How the state-lost error names the cause. */
 const GONE: Record<Exclude<StateLostReason, 'unknown' | 'unconfirmed'>, string> = { down: 'is down', draining: 'is draining', removed: 'is no longer in the fleet', restarted: 'has restarted since' };
@@ -102,7 +104,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const live = new Set<string>();
   const routedAt = new WeakMap<RequestIdentity, number>();
   const residency = createKvResidency({
-    maxBlocks: deps.kvMaxBlocks ?? 262_144,
+    maxBlocks: deps.kvMaxBlocks ?? KV_EVENTS_DEFAULTS.maxBlocksPerReplica,
     hooks: {
       lost(replica, links) {
         index.forgetLinks(replica, links);
