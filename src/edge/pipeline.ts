@@ -156,8 +156,8 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
       return refusedForLoad(x, e);
     }
     if (wait === null) {
-      x.owner.holdGlobal();
-      return go();
+      if (x.owner.holdGlobal()) go();
+      return;
     }
     // The client may go while it waits: its owner ends it and gives its place in the queue up.
     const w = wait;

@@ -150,8 +150,8 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
       return shed(e as Shed, i);
     }
     if (wait === null) {
-      owner.holdReplica(r);
-      return dispatch(r, i);
+      if (owner.holdReplica(r)) dispatch(r, i);
+      return;
     }
     const w = wait;
     owner.waiting(() => deps.admission.cancel(r, w));
