@@ -260,7 +260,10 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       metrics.draining.set(1);
       // Requests waiting for the gateway-wide limit would be admitted after the drain began and
       // cut when it ends: each is answered 503 shutting_down now, so its client retries elsewhere.
-      globalLimit.closeQueue(errors.shuttingDown([], null, undefined, ['retry-after', '1']));
+      // So are those waiting for a replica's slot (limits.maxInflightPerReplica).
+      const shuttingDown = errors.shuttingDown([], null, undefined, ['retry-after', '1']);
+      globalLimit.closeQueue(shuttingDown);
+      admission.closeQueues(shuttingDown);
       fleet.stop();
       log.info({ open: open.size, drainMs: pipeline.config.timeouts.drainMs }, 'draining: no new requests, waiting for open streams');
       const closed = new Promise<void>((r) => server.close(() => r()));

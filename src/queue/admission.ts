@@ -17,6 +17,8 @@ export interface Admission {
   setLimits(limits: AdmissionLimits): void;
   /** A replica left the fleet (it has nothing in flight, or its drain time ran out). */
   forget(name: string): void;
+  /** Shutdown: every replica's waiters are refused with `error` now, and so is any later wait (Limiter.closeQueue). */
+  closeQueues(error: Error): void;
 }
 
 export interface AdmissionLimits { maxInflight: number; maxQueued: number; timeoutMs: number }
@@ -30,9 +32,13 @@ export function createAdmission(initial: AdmissionLimits): Admission {
   const optionsFor = (name: string) => ({ max: opts.maxInflight, maxQueued: opts.maxQueued, timeoutMs: opts.timeoutMs, what: `replica ${name}` });
   // The counting wait handed out → the limiter's own wait, so a client that leaves can give its place up.
   const waits = new Map<Promise<void>, Promise<void>>();
+  let closedWith: Error | null = null;
   const limiterOf = (r: ReplicaState) => {
     let e = limiters.get(r.name);
-    if (e === undefined || e.replica !== r) limiters.set(r.name, (e = { replica: r, limiter: createLimiter(optionsFor(r.name)) }));
+    if (e === undefined || e.replica !== r) {
+      limiters.set(r.name, (e = { replica: r, limiter: createLimiter(optionsFor(r.name)) }));
+      if (closedWith !== null) e.limiter.closeQueue(closedWith);
+    }
     return e.limiter;
   };
   return {
@@ -65,5 +71,9 @@ export function createAdmission(initial: AdmissionLimits): Admission {
     },
     queuedOn: (name) => limiters.get(name)?.limiter.queued ?? 0,
     forget: (name) => void limiters.delete(name),
+    closeQueues(error) {
+      closedWith = error;
+      for (const e of limiters.values()) e.limiter.closeQueue(error);
+    },
   };
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { ResolvedConfig } from '../config/schema.js';
-import { errors, isWarmrouteError, writeError, type WarmrouteError } from '../errors.js';
+import { errors, isWarmrouteError, toWarmrouteError, writeError, type WarmrouteError } from '../errors.js';
 import type { Health } from '../fleet/health.js';
 import type { ReplicaState } from '../fleet/registry.js';
 import type { RequestIdentity } from '../identify/identity.js';
@@ -147,7 +147,7 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
     try {
       wait = deps.admission.acquire(r);
     } catch (e) {
-      return shed(e as Shed, i);
+      return shed(e, i);
     }
     if (wait === null) {
       if (owner.holdReplica(r)) dispatch(r, i);
@@ -157,12 +157,16 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
     owner.waiting(() => deps.admission.cancel(r, w));
     w.then(
       () => { owner.waiting(null); if (owner.holdReplica(r)) dispatch(r, i); },
-      (e: Shed) => { owner.waiting(null); if (!owner.ended) shed(e, i); },
+      (e: unknown) => { owner.waiting(null); if (!owner.ended) shed(e, i); },
     );
   }
 
-  /** The replica's own queue is full (the next replica is tried) or its wait ran out (503). */
-  function shed(e: Shed, i: number): void {
+  /**
+   * The replica's own queue is full (the next replica is tried) or its wait ran out (503); or the
+   * gateway is shutting down (its queues are closed: 503 shutting_down, not a shed).
+   */
+  function shed(e: unknown, i: number): void {
+    if (!(e instanceof Shed)) return fail(toWarmrouteError(e));
     metrics.shed.inc({ reason: `replica_${e.cause}` });
     if (e.cause === 'queue_full' && i + 1 < maxAttempts) {
       metrics.retries.inc({ replica: ranked[i].name, cause: 'queue_full' });

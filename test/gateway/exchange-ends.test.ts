@@ -117,6 +117,36 @@ describe('issue 17 #5: a request queued for the gateway-wide limit at shutdown g
   });
 });
 
+describe('a request queued for a replica\'s slot at shutdown gets 503 shutting_down too', () => {
+  it('limits.maxInflightPerReplica 1: the waiter is answered at once, not cut when the drain time runs out', async () => {
+    const a = await startFixture('a');
+    const g = await startGateway([a.url], { limits: { maxInflightPerReplica: 1, maxQueuedPerReplica: 4 }, timeouts: { queueMs: 20_000, drainMs: 20_000 } });
+    let closing: Promise<void> | null = null;
+    try {
+      const open = await request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-fixture-hold': 'open' }, body: chatBody() });
+      assert.equal(open.statusCode, 200);
+      const queued = request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'x-fixture-hold': 'queued' }, body: chatBody() });
+      await waitFor('the second request to wait for the replica', async () => /warmroute_queued\{replica="[^"]*"\} 1\b/.test(await scrape(g.adminUrl)));
+      closing = g.close();
+      const refused = await Promise.race([queued, new Promise<null>((r) => setTimeout(() => r(null), 3_000))]);
+      assert.ok(refused !== null, 'answered before the drain ends');
+      assert.equal(refused.statusCode, 503);
+      assert.equal(refused.headers['retry-after'], '1');
+      assert.equal(((await refused.body.json()) as { error: { code: string } }).error.code, 'shutting_down');
+      assert.ok(a.release('open'));
+      assert.match(await open.body.text(), /data: \[DONE\]/, 'the stream open at shutdown is served to its end');
+      await closing;
+      const lines = accessLines(g.logs);
+      assert.ok(lines.some((l) => l.status === 503 && l.err === 'shutting_down' && l.attempts === 1));
+    } finally {
+      a.release('open');
+      a.release('queued');
+      await (closing ?? g.close());
+      await a.close();
+    }
+  });
+});
+
 async function scrape(adminUrl: string): Promise<string> {
   return (await request(`${adminUrl}/metrics`)).body.text();
 }

@@ -37,3 +37,19 @@ describe('admission per replica', () => {
     assert.equal(r.inflight, 1);
   });
 });
+
+describe('admission at shutdown', () => {
+  it('closeQueues refuses every waiter now, and any later wait, even on a replica first seen after it', async () => {
+    const [r, s] = createRegistry([{ name: 'r0', url: 'http://127.0.0.1:1', weight: 1 }, { name: 'r1', url: 'http://127.0.0.1:2', weight: 1 }]).replicas;
+    const admission = createAdmission({ maxInflight: 1, maxQueued: 4, timeoutMs: 10_000 });
+    assert.equal(admission.acquire(r), null);
+    const waiting = admission.acquire(r)!;
+    const closed = new Error('shutting down');
+    admission.closeQueues(closed);
+    await assert.rejects(waiting, (e) => e === closed);
+    assert.throws(() => admission.acquire(r), (e) => e === closed);
+    assert.equal(admission.acquire(s), null, 'one that fits still goes through');
+    assert.throws(() => admission.acquire(s), (e) => e === closed);
+    assert.equal(admission.queuedOn('r0'), 0);
+  });
+});
