@@ -71,7 +71,11 @@ interface InFlight {
   body: Buffer | null;
 }
 
-const ABORTED: Ended = Object.freeze({ ending: 'aborted', status: 0, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null });
+/** How an exchange the edge ended itself (never forwarded) is recorded. */
+const endedAtEdge = (ending: Ended['ending'], status: number, error: WarmrouteError | null): Ended =>
+  ({ ending, status, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error, upstreamError: null });
+
+const ABORTED: Ended = Object.freeze(endedAtEdge('aborted', 0, null));
 
 /**
  * The data plane's one request pipeline: target → route table → API key → content type → body
@@ -111,7 +115,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     if (err.statusCode >= 500 && err.openaiCode === 'internal_error') log.error({ err: e, path: x.path }, 'internal error');
     writeError(x.res, err);
     x.clock.ended = nowMs();
-    x.owner.end({ ending: 'failed', status: err.statusCode, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: err, upstreamError: null });
+    x.owner.end(endedAtEdge('failed', err.statusCode, err));
   }
 
   /** Route, then the gateway-wide limit (the wait is the queue hop), then forward. */
@@ -123,7 +127,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   }
 
   function routeNow(x: InFlight, target: string, body: Buffer | null, resumable: Record<string, unknown> | undefined, streamed: boolean) {
-    // The client may have gone during the read: its owner has ended the exchange already.
+    // The client may have gone during the read or the prefetch: its owner has ended the exchange already.
     if (x.owner.ended) return;
     const identity = x.identity!;
     const decision = router.route({ identity, replicas: registry.views });
@@ -205,7 +209,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
         res.writeHead(200, ['content-type', 'application/json']);
         res.end(method === 'HEAD' ? undefined : text);
         clock.ended = nowMs();
-        x.owner.end({ ending: 'complete', status: 200, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null });
+        x.owner.end(endedAtEdge('complete', 200, null));
         return;
       }
       const json: RequestKind | null = 'json' in kind ? kind.json : null;

@@ -11,7 +11,8 @@ export interface CountedSlot { open: number }
  * The one owner of everything a client exchange holds: its API key's slot, the gateway-wide slot,
  * its replica's admission slot (and with it the replica's in-flight count), the upstream request
  * and the stalled-client timer. Each stage that takes one hands it here at once; `end` gives every
- * one of them back exactly once, whichever way the exchange ended, and is the only place that does.
+ * one of them back exactly once, whichever way the exchange ended, and is the only place that does
+ * (besides `releaseReplica`, for an attempt that is over while the exchange goes on).
  * A stage that is granted a slot after the exchange ended (a queue wait that resolved late) gets
  * `false` and the slot goes straight back.
  */
