@@ -6,9 +6,9 @@
 
 import type { Agent } from 'node:http';
 import { keepAliveAgent, streamExchange, type Exchange } from './client.js';
-import { dialogueOf, type Api } from './dialogue.js';
+import { dialogueOf, type Api, type DialogueRequest } from './dialogue.js';
 import type { SentRequest } from './ideal.js';
-import type { KeyMode, Workload } from './workload.js';
+import type { KeyMode, SessionPlan, Workload } from './workload.js';
 
 export interface TurnRecord {
   strategy: string;
@@ -68,6 +68,11 @@ export interface RunOptions {
   requestTimeoutMs: number;
   agent?: Agent;
   onProgress?(p: RunProgress): void;
+  /**
+   * Adjusts each request before it is sent (bench:peers: the session key in the header a peer
+   * router reads, a shorter answer for a CPU fleet). Called with a fresh request every time.
+   */
+  adjust?(session: SessionPlan, req: DialogueRequest): void;
 }
 
 export interface StrategyRun {
@@ -120,6 +125,7 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
      */
     const exchange = async (turn: number, step: number, user: string | null): Promise<{ x: Exchange; complete: boolean }> => {
       const req = dialogue.next(user);
+      o.adjust?.(plan, req);
       const messages = dialogue.messages.slice();
       inflight++;
       const url = o.urls && !o.direct?.[si] ? o.urls[Math.floor((o.random ?? Math.random)() * o.urls.length)] : dest[si].url;
