@@ -4,7 +4,7 @@
 // fair to it, is in docs/peers.md.
 
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startChild, type Child } from '../lib/procs.js';
@@ -152,6 +152,8 @@ export function nginxBinary(): string {
 export async function startNginx(workers: readonly string[], header: string): Promise<Router> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'warmroute-nginx-'));
+  // Started as root, nginx's worker runs as nobody: it must be able to reach its temp paths.
+  chmodSync(dir, 0o755);
   const servers = workers.map((w) => `    server ${new URL(w).host} max_fails=0;`).join('\n');
   const variable = `$http_${header.toLowerCase().replace(/-/g, '_')}`;
   writeFileSync(join(dir, 'nginx.conf'), `
@@ -175,6 +177,8 @@ ${servers}
   server {
     listen 127.0.0.1:${port};
     client_max_body_size 64m;
+    # Chat bodies (a long history) stay in memory rather than going through a temp file.
+    client_body_buffer_size 16m;
     location / {
       proxy_pass http://replicas;
       proxy_http_version 1.1;

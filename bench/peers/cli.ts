@@ -1,0 +1,180 @@
+// npm run bench:peers — the voice workload, the same sessions, through warmroute and the routers
+// users would pick instead (SGLang's, vLLM's, LiteLLM's proxy, nginx, round-robin), one at a time
+// on one fleet, in one run. Writes bench/out/peers-<preset>-*.json and -latest.md; prints the table.
+
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { createProgress } from '../voice/progress.js';
+import { WORKLOAD_DEFAULTS, type WorkloadOptions } from '../voice/workload.js';
+import { runPeers, type PeersOptions } from './bench.js';
+import { simFleet, upstreamFleet, vllmFleet, VLLM_FLEET_FILE, type PeerFleet } from './fleet.js';
+import { peersReport } from './markdown.js';
+import { nginxBinary, PEERS_VENV } from './routers.js';
+import { PEER_STRATEGIES, strategyNamed } from './strategies.js';
+
+const USAGE = `usage: npm run bench:peers -- [flags]
+
+  --fleet sim|vllm         the simulator (default; started and stopped here), or the real vLLM fleet of
+                           ${VLLM_FLEET_FILE} (npm run fleet:vllm), used read-only
+  --upstream URL           a replica to use as it is (repeat for each); instead of --fleet
+  --pressure               KV caches small against the sessions' prompts (issue 16's workload; on the
+                           simulator via --kv-blocks, on a real fleet by sizing the agents to its capacity)
+  --peers LIST             comma-separated, in order (${PEER_STRATEGIES.map((s) => s.name).join(',')})
+  --replicas N             simulated replicas (4)
+  --sessions N, --turns N, --groups N, --system-tokens A-B, --kv-blocks N, --seed N
+                           override the preset's workload / simulator knobs
+  --max-tokens N           cap every answer (real fleets: 16)
+  --max-duration-s N       per router: no new turn after this (sim 300, real 240)
+  --request-timeout-s N    per request (60)
+  --probe N                tiny requests each way for the added-latency probe (sim 40, real 10)
+  --out DIR                output directory (bench/out)
+
+Peers come from ${PEERS_VENV} (bench/peers/install.sh installs them, pinned) and ${nginxBinary()}.`;
+
+interface Preset {
+  name: string;
+  workload: Partial<WorkloadOptions>;
+  kvBlocks?: number;
+  maxTokens: number | null;
+  tools: boolean;
+  probeN: number;
+  maxDurationS: number;
+}
+
+const SIM: Preset = { name: 'sim', workload: {}, maxTokens: null, tools: true, probeN: 40, maxDurationS: 300 };
+// Issue 16's measured pressure case: 48 sessions × 10 turns, 12 agents with 3–6K-token prompts, 2,500 blocks.
+const SIM_PRESSURE: Preset = { ...SIM, name: 'sim-pressure', workload: { sessions: 48, turns: 10, groups: 12, systemTokens: [3000, 6000] }, kvBlocks: 2500 };
+// Two CPU cores for the whole fleet: few sessions, short answers, no tools (a random-weight model calls none).
+const REAL: Preset = {
+  name: 'vllm', maxTokens: 16, tools: false, probeN: 10, maxDurationS: 240,
+  workload: { sessions: 8, turns: 4, groups: 4, systemTokens: [600, 1200], userTokens: [10, 30], thinkMs: [300, 800], startSpreadMs: 3000 },
+};
+
+/** Under pressure on a real fleet: three agents per replica, their prompts together twice one replica's KV. */
+function realPressure(replicas: number, capacityTokens: number | null): Preset {
+  const groups = Math.max(6, replicas * 3);
+  const mean = capacityTokens === null ? 1500 : Math.min(3000, Math.max(300, Math.round((2 * capacityTokens) / groups)));
+  return { ...REAL, name: 'vllm-pressure', workload: { ...REAL.workload, sessions: groups * 2, groups, systemTokens: [Math.round(mean * 0.75), Math.round(mean * 1.25)] } };
+}
+
+function range(v: string | undefined, name: string): [number, number] | undefined {
+  if (v === undefined) return undefined;
+  const [a, b] = v.split('-').map(Number);
+  const r: [number, number] = [a, b ?? a];
+  if (!r.every(Number.isFinite) || r[0] > r[1] || r[0] < 0) throw new Error(`--${name} wants A-B with 0 ≤ A ≤ B, got ${v}`);
+  return r;
+}
+
+function num(v: string | undefined, name: string, min = 0, max = Infinity): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name} wants a number in [${min}, ${max}], got ${v}`);
+  return n;
+}
+
+function pythonVersions(): Record<string, string> {
+  const py = join(PEERS_VENV, 'bin', 'python');
+  if (!existsSync(py)) return {};
+  const script = "import importlib.metadata as m, json; print(json.dumps({p: m.version(p) for p in ('sglang-router', 'vllm-router', 'litellm')}))";
+  return JSON.parse(execFileSync(py, ['-c', script], { encoding: 'utf8' })) as Record<string, string>;
+}
+
+function versions(): Record<string, string> {
+  const out: Record<string, string> = {};
+  const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+  let sha = '';
+  try { sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(); } catch { /* not a checkout */ }
+  out.warmroute = sha ? `${pkg.version} (${sha})` : pkg.version;
+  Object.assign(out, pythonVersions());
+  // nginx prints its version on stderr.
+  const m = /nginx\/(\S+)/.exec(spawnSync(nginxBinary(), ['-v'], { encoding: 'utf8' }).stderr ?? '');
+  if (m) out.nginx = m[1];
+  return out;
+}
+
+async function main(): Promise<number> {
+  const s = { type: 'string' } as const;
+  const { values: a } = parseArgs({
+    options: {
+      fleet: s, upstream: { type: 'string', multiple: true }, pressure: { type: 'boolean' }, peers: s, replicas: s, sessions: s, turns: s,
+      groups: s, 'system-tokens': s, 'kv-blocks': s, seed: s, 'max-tokens': s, 'max-duration-s': s, 'request-timeout-s': s, probe: s,
+      out: s, help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (a.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const strategies = (a.peers ?? PEER_STRATEGIES.map((x) => x.name).join(',')).split(',').map((x) => x.trim()).filter(Boolean).map(strategyNamed);
+  const kind = a.upstream?.length ? 'upstream' : (a.fleet ?? 'sim');
+  if (!['sim', 'vllm', 'upstream'].includes(kind)) throw new Error(`--fleet wants sim or vllm, got ${a.fleet}`);
+  const replicas = num(a.replicas, 'replicas', 1, 16) ?? 4;
+  const progress = createProgress();
+
+  let preset: Preset;
+  let fleet: PeerFleet;
+  if (kind === 'sim') {
+    preset = a.pressure ? SIM_PRESSURE : SIM;
+    const kvBlocks = num(a['kv-blocks'], 'kv-blocks', 64, 1e7) ?? preset.kvBlocks;
+    preset = { ...preset, kvBlocks };
+    progress(`starting ${replicas} simulated vLLM replicas${kvBlocks ? ` (${kvBlocks} KV blocks each)` : ''}`);
+    fleet = await simFleet(replicas, [50, 150], kvBlocks);
+  } else {
+    const f = kind === 'vllm' ? await vllmFleet() : await upstreamFleet(a.upstream ?? []);
+    if (typeof f === 'string') {
+      process.stderr.write(`bench:peers: the real fleet is not up: ${f}\n`);
+      return 2;
+    }
+    fleet = f;
+    preset = a.pressure ? realPressure(fleet.urls.length, await fleet.capacityTokens()) : REAL;
+    if (kind === 'upstream') preset = { ...preset, name: preset.name.replace('vllm', 'upstream') };
+  }
+  const workload: Partial<WorkloadOptions> = { ...preset.workload };
+  const o = {
+    sessions: num(a.sessions, 'sessions', 1, 2000), turns: num(a.turns, 'turns', 1, 200), groups: num(a.groups, 'groups', 1, 1000),
+    systemTokens: range(a['system-tokens'], 'system-tokens'), seed: num(a.seed, 'seed'),
+  };
+  for (const [k, v] of Object.entries(o)) if (v !== undefined) (workload as Record<string, unknown>)[k] = v;
+
+  try {
+    const capacityTokens = await fleet.capacityTokens();
+    const opts: PeersOptions = {
+      workload, strategies,
+      maxDurationS: num(a['max-duration-s'], 'max-duration-s', 1, 3600) ?? preset.maxDurationS,
+      requestTimeoutS: num(a['request-timeout-s'], 'request-timeout-s', 1, 600) ?? 60,
+      budgetMs: 300,
+      maxTokens: num(a['max-tokens'], 'max-tokens', 1, 4096) ?? preset.maxTokens,
+      tools: preset.tools,
+      probeN: num(a.probe, 'probe', 1, 1000) ?? preset.probeN,
+      preset: preset.name,
+      fleetInfo: { versions: versions(), kvBlocks: preset.kvBlocks ?? null, capacityTokens },
+    };
+    const result = await runPeers(fleet, opts, progress);
+    progress.done();
+    const dir = a.out ?? 'bench/out';
+    mkdirSync(dir, { recursive: true });
+    const stamp = result.when.replace(/[:.]/g, '-');
+    const json = JSON.stringify(result);
+    writeFileSync(join(dir, `peers-${preset.name}-${stamp}.json`), json);
+    writeFileSync(join(dir, `peers-${preset.name}-latest.json`), json);
+    const md = peersReport(result);
+    writeFileSync(join(dir, `peers-${preset.name}-latest.md`), `${md}\n`);
+    process.stdout.write(`${md}\n\nwrote ${join(dir, `peers-${preset.name}-latest.json`)} and .md\n`);
+    const failed = result.summaries.reduce((n, x) => n + x.errors, 0);
+    if (failed) process.stdout.write(`${failed} request(s) failed; the JSON has each one's error.\n`);
+    return result.skipped.length ? 1 : 0;
+  } finally {
+    await fleet.stop();
+  }
+}
+
+main().then(
+  (code) => { process.exitCode = code; },
+  (e: unknown) => {
+    process.stderr.write(`\nbench:peers: ${e instanceof Error ? e.stack ?? e.message : String(e)}\n`);
+    process.exitCode = 1;
+  },
+);
