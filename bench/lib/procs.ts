@@ -103,7 +103,7 @@ export const TSX = ['--import', 'tsx'];
  * per replica from `npm run sim`); rejects after `timeoutMs` or if it exits first. Killed on exit
  * like every child started here.
  */
-export async function startChildLines(cmd: string, args: string[], match: RegExp, count: number, opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<Child & { lines: string[] }> {
+export async function startChildLines(cmd: string, args: string[], match: RegExp, count: number, opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv; group?: boolean } = {}): Promise<Child & { lines: string[] }> {
   const lines: string[] = [];
   const child = await startChild(cmd, args, null, opts);
   const { proc } = child;

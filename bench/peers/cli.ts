@@ -35,6 +35,8 @@ Peers come from ${PEERS_VENV} (bench/peers/install.sh installs them, pinned) and
 
 interface Preset {
   name: string;
+  /** Served-model tokens per workload token (real fleets; 1 on the simulator). */
+  tokenRatio?: number;
   workload: Partial<WorkloadOptions>;
   kvBlocks?: number;
   maxTokens: number | null;
@@ -46,17 +48,26 @@ interface Preset {
 const SIM: Preset = { name: 'sim', workload: {}, maxTokens: null, tools: true, probeN: 40, maxDurationS: 300 };
 // Issue 16's measured pressure case: 48 sessions × 10 turns, 12 agents with 3–6K-token prompts, 2,500 blocks.
 const SIM_PRESSURE: Preset = { ...SIM, name: 'sim-pressure', workload: { sessions: 48, turns: 10, groups: 12, systemTokens: [3000, 6000] }, kvBlocks: 2500 };
-// Two CPU cores for the whole fleet: few sessions, short answers, no tools (a random-weight model calls none).
-const REAL: Preset = {
-  name: 'vllm', maxTokens: 16, tools: false, probeN: 10, maxDurationS: 240,
-  workload: { sessions: 8, turns: 4, groups: 4, systemTokens: [600, 1200], userTokens: [10, 30], thinkMs: [300, 800], startSpreadMs: 3000 },
-};
+// Two CPU cores for the whole fleet: few sessions, short answers, no tools (a random-weight model
+// calls none). Prompt sizes are in the served model's tokens, turned into the workload's by `ratio`.
+function realPreset(ratio: number): Preset {
+  const t = (real: number) => Math.max(8, Math.round(real / ratio));
+  return {
+    name: 'vllm', maxTokens: 16, tools: false, probeN: 10, maxDurationS: 240,
+    workload: { sessions: 8, turns: 4, groups: 2, systemTokens: [t(700), t(1000)], userTokens: [t(10), t(30)], thinkMs: [300, 800], startSpreadMs: 3000 },
+  };
+}
 
-/** Under pressure on a real fleet: three agents per replica, their prompts together twice one replica's KV. */
-function realPressure(replicas: number, capacityTokens: number | null): Preset {
+/**
+ * Under pressure on a real fleet: three agents per replica, their prompts together twice one
+ * replica's KV (each at most half the model's context, so a conversation still fits).
+ */
+function realPressure(replicas: number, capacityTokens: number | null, ratio: number, maxModelLen: number | null): Preset {
+  const base = realPreset(ratio);
   const groups = Math.max(6, replicas * 3);
-  const mean = capacityTokens === null ? 1500 : Math.min(3000, Math.max(300, Math.round((2 * capacityTokens) / groups)));
-  return { ...REAL, name: 'vllm-pressure', workload: { ...REAL.workload, sessions: groups * 2, groups, systemTokens: [Math.round(mean * 0.75), Math.round(mean * 1.25)] } };
+  const real = Math.min(maxModelLen === null ? 3000 : maxModelLen / 2, capacityTokens === null ? 1500 : (2 * capacityTokens) / groups);
+  const mean = real / ratio;
+  return { ...base, name: 'vllm-pressure', workload: { ...base.workload, sessions: groups * 2, groups, systemTokens: [Math.round(mean * 0.75), Math.round(mean * 1.1)] } };
 }
 
 function range(v: string | undefined, name: string): [number, number] | undefined {
@@ -72,6 +83,16 @@ function num(v: string | undefined, name: string, min = 0, max = Infinity): numb
   const n = Number(v);
   if (!Number.isFinite(n) || n < min || n > max) throw new Error(`--${name} wants a number in [${min}, ${max}], got ${v}`);
   return n;
+}
+
+/** The served model's context length, as /v1/models lists it (vLLM's max_model_len). */
+async function maxModelLen(fleet: PeerFleet): Promise<number | null> {
+  try {
+    const r = (await (await fetch(`${fleet.urls[0]}/v1/models`)).json()) as { data?: { id: string; max_model_len?: number }[] };
+    return r.data?.find((m) => m.id === fleet.model)?.max_model_len ?? null;
+  } catch {
+    return null;
+  }
 }
 
 function pythonVersions(): Record<string, string> {
@@ -129,7 +150,10 @@ async function main(): Promise<number> {
       return 2;
     }
     fleet = f;
-    preset = a.pressure ? realPressure(fleet.urls.length, await fleet.capacityTokens()) : REAL;
+    const ratio = await fleet.tokenRatio();
+    progress(`the served model makes ${ratio.toFixed(2)} tokens of each workload token (4 characters)`);
+    preset = a.pressure ? realPressure(fleet.urls.length, await fleet.capacityTokens(), ratio, await maxModelLen(fleet)) : realPreset(ratio);
+    preset = { ...preset, tokenRatio: ratio };
     if (kind === 'upstream') preset = { ...preset, name: preset.name.replace('vllm', 'upstream') };
   }
   const workload: Partial<WorkloadOptions> = { ...preset.workload };
@@ -150,7 +174,7 @@ async function main(): Promise<number> {
       tools: preset.tools,
       probeN: num(a.probe, 'probe', 1, 1000) ?? preset.probeN,
       preset: preset.name,
-      fleetInfo: { versions: versions(), kvBlocks: preset.kvBlocks ?? null, capacityTokens },
+      fleetInfo: { versions: versions(), kvBlocks: preset.kvBlocks ?? null, capacityTokens, tokenRatio: preset.tokenRatio ?? 1 },
     };
     const result = await runPeers(fleet, opts, progress);
     progress.done();

@@ -25,6 +25,11 @@ export interface PeerFleet {
   prefixCounters(): Promise<PrefixCounters>;
   /** KV capacity per replica in tokens, from vllm:cache_config_info (null if not exported). */
   capacityTokens(): Promise<number | null>;
+  /**
+   * The served model's tokens per workload token (the workload counts 4 characters a token, as the
+   * simulator does): what a real tokenizer makes of the same text, measured on one request.
+   */
+  tokenRatio(): Promise<number>;
   /** Stops what this process started; a fleet it found running is left alone. */
   stop(): Promise<void>;
 }
@@ -71,9 +76,22 @@ async function healthy(url: string): Promise<boolean> {
   }
 }
 
+/** One non-streamed request of 2,000 characters of the workload's kind of text, max_tokens 1. */
+async function measureTokenRatio(url: string, model: string): Promise<number> {
+  const text = 'Confirm names, numbers and dates by reading them back. '.repeat(40).slice(0, 2000);
+  const r = await call(`${url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: text }], max_tokens: 1 }),
+  }, 60_000);
+  const usage = ((await r.json()) as { usage?: { prompt_tokens?: number } }).usage;
+  if (!usage?.prompt_tokens) throw new Error(`${url}: no usage.prompt_tokens in a chat completion`);
+  return usage.prompt_tokens / (text.length / 4);
+}
+
 function external(kind: 'vllm' | 'upstream', urls: string[], model: string): PeerFleet {
   return {
     kind, urls, model,
+    tokenRatio: () => measureTokenRatio(urls[0], model),
     reset: async () => (await Promise.all(urls.map(resetOne))).every(Boolean),
     prefixCounters: () => counters(urls),
     capacityTokens: () => capacity(urls),
@@ -88,6 +106,7 @@ export async function simFleet(replicas: number, outputTokens: [number, number],
     reset: async () => { await f.reset(); return true; },
     prefixCounters: () => f.prefixCounters(),
     capacityTokens: () => capacity(f.urls),
+    tokenRatio: async () => 1,
     stop: () => f.stop(),
   };
 }

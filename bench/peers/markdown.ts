@@ -32,6 +32,8 @@ export function peersReport(r: PeersResult): string {
   const w = r.params.workload;
   const versions = (r.fleet.versions ?? {}) as Record<string, string>;
   const lead = p90Lead(r.summaries);
+  const ratio = typeof r.fleet.tokenRatio === 'number' && r.fleet.tokenRatio !== 1 ? r.fleet.tokenRatio : null;
+  const served = ratio === null ? '' : ` (≈ ${w.systemTokens.map((t) => Math.round(t * ratio)).join('–')} of the served model's tokens)`;
   const lines = [
     `### bench:peers — ${r.params.preset}, ${r.when.slice(0, 10)}`,
     '',
