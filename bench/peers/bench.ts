@@ -9,8 +9,9 @@ import { plannedRequests, runStrategy, type TurnRecord } from '../voice/run.js';
 import { summarize, type StrategySummary } from '../voice/summary.js';
 import { warmReplicas } from '../voice/warmup.js';
 import { buildWorkload, type SessionPlan, type Workload, type WorkloadOptions } from '../voice/workload.js';
+import type { GatewayMetrics } from '../voice/fleet.js';
 import type { PeerFleet } from './fleet.js';
-import { probeAddedLatency, type AddedLatency } from './probe.js';
+import { addedFrom, probeAddedLatency, type AddedLatency } from './probe.js';
 import type { PeerStrategy, RunningRouter } from './strategies.js';
 
 export interface PeersOptions {
@@ -24,6 +25,11 @@ export interface PeersOptions {
   /** Sends the agents' tools (off for a fleet served without tool calling). */
   tools: boolean;
   probeN: number;
+  /**
+   * Every router runs this many times, each round in a rotated order, figures pooled: on a machine
+   * shared with other work, one router's run can land in a busy minute; rounds spread that over all.
+   */
+  rounds: number;
   /** What the run is called in the outputs: sim, sim-pressure, vllm, ... */
   preset: string;
   /** Facts about the fleet for the record: versions, KV capacity, flags. */
@@ -37,6 +43,8 @@ export interface PeerSummary extends StrategySummary {
   salted: boolean;
 }
 
+export type PeerRecord = TurnRecord & { round?: number };
+
 export interface PeersResult {
   kind: 'warmroute-peers-bench';
   when: string;
@@ -46,7 +54,7 @@ export interface PeersResult {
   summaries: PeerSummary[];
   /** Routers that could not be started, and why: the run goes on without them. */
   skipped: { name: string; label: string; reason: string }[];
-  records: TurnRecord[];
+  records: PeerRecord[];
   wallMs: number;
 }
 
@@ -73,51 +81,95 @@ function adjuster(s: PeerStrategy, router: RunningRouter, model: string, o: Peer
   };
 }
 
+/** What one router's runs add up to over the rounds. */
+interface Tally {
+  records: TurnRecord[];
+  queries: number;
+  hits: number;
+  durationMs: number;
+  truncated: boolean;
+  direct: number[];
+  via: number[];
+  probeFailed: number;
+  gateway: GatewayMetrics | null;
+  salted: boolean;
+}
+
+/** Round r visits the routers starting at the r-th: none always runs first, or last, on a busy machine. */
+export function roundOrder<T>(items: readonly T[], round: number): T[] {
+  const k = round % Math.max(1, items.length);
+  return [...items.slice(k), ...items.slice(0, k)];
+}
+
 export async function runPeers(fleet: PeerFleet, o: PeersOptions, progress: (line: string) => void): Promise<PeersResult> {
   const t0 = performance.now();
   const base = buildWorkload(o.workload);
-  const summaries: PeerSummary[] = [];
-  const records: TurnRecord[] = [];
+  const tallies = new Map<string, Tally>();
   const skipped: PeersResult['skipped'] = [];
   const timeoutMs = o.requestTimeoutS * 1000;
-  for (const [k, s] of o.strategies.entries()) {
-    const tag = `[${k + 1}/${o.strategies.length} ${s.name}]`;
-    const emptied = await fleet.reset();
-    const w = workloadFor(base, s, emptied ? null : `run ${k + 1} of ${o.strategies.length}`, o.tools);
-    progress(`${tag} starting ${s.label}`);
-    let router: RunningRouter;
-    try {
-      router = await s.start(fleet.urls, fleet.model);
-    } catch (e) {
-      const reason = (e as Error).message;
-      progress(`${tag} could not be started, skipped: ${reason.split('\n')[0]}`);
-      skipped.push({ name: s.name, label: s.label, reason });
-      continue;
+  const total = o.rounds * o.strategies.length;
+  let step = 0;
+  for (let round = 0; round < o.rounds; round++) {
+    for (const s of roundOrder(o.strategies, round)) {
+      step++;
+      if (skipped.some((x) => x.name === s.name)) continue;
+      const tag = `[${step}/${total} ${s.name}${o.rounds > 1 ? `, round ${round + 1}` : ''}]`;
+      const emptied = await fleet.reset();
+      const w = workloadFor(base, s, emptied ? null : `run ${step} of ${total}`, o.tools);
+      progress(`${tag} starting ${s.label}`);
+      let router: RunningRouter;
+      try {
+        router = await s.start(fleet.urls, fleet.model);
+      } catch (e) {
+        const reason = (e as Error).message;
+        progress(`${tag} could not be started, skipped: ${reason.split('\n')[0]}`);
+        skipped.push({ name: s.name, label: s.label, reason });
+        continue;
+      }
+      try {
+        progress(`${tag} deploy warmup: every agent's prompt to every replica`);
+        await warmReplicas(fleet.urls, w, timeoutMs, fleet.model);
+        progress(`${tag} probing the added latency (${o.probeN} tiny requests each way)`);
+        const probe = await probeAddedLatency(router, fleet.urls, fleet.model, o.probeN);
+        const before = await fleet.prefixCounters();
+        const run = await runStrategy({
+          url: router.url, strategy: s.name, workload: w, adjust: adjuster(s, router, fleet.model, o),
+          maxDurationMs: o.maxDurationS * 1000, requestTimeoutMs: timeoutMs,
+          onProgress: (p) => progress(`${tag} ${p.done}/${p.total} requests, ${p.inflight} in flight, ${(p.elapsedMs / 1000).toFixed(0)} s`),
+        });
+        const after = await fleet.prefixCounters();
+        const died = router.died();
+        if (died) throw new Error(`${s.label}: ${died}`);
+        for (const r of run.records) (r as PeerRecord).round = round;
+        const t = tallies.get(s.name) ?? { records: [], queries: 0, hits: 0, durationMs: 0, truncated: false, direct: [], via: [], probeFailed: 0, gateway: null, salted: false };
+        t.records.push(...run.records);
+        t.queries += after.queries - before.queries;
+        t.hits += after.hits - before.hits;
+        t.durationMs += run.durationMs;
+        t.truncated ||= run.truncated;
+        t.direct.push(...probe.direct);
+        t.via.push(...probe.via);
+        t.probeFailed += probe.failed;
+        // warmroute's own histogram: the last round's (a fresh gateway each round).
+        t.gateway = (await router.metrics()) ?? t.gateway;
+        t.salted ||= !emptied;
+        tallies.set(s.name, t);
+      } finally {
+        await router.stop();
+      }
     }
-    try {
-      progress(`${tag} deploy warmup: every agent's prompt to every replica`);
-      await warmReplicas(fleet.urls, w, timeoutMs, fleet.model);
-      progress(`${tag} probing the added latency (${o.probeN} tiny requests each way)`);
-      const added = await probeAddedLatency(router, fleet.urls, fleet.model, o.probeN);
-      const before = await fleet.prefixCounters();
-      const run = await runStrategy({
-        url: router.url, strategy: s.name, workload: w, adjust: adjuster(s, router, fleet.model, o),
-        maxDurationMs: o.maxDurationS * 1000, requestTimeoutMs: timeoutMs,
-        onProgress: (p) => progress(`${tag} ${p.done}/${p.total} requests, ${p.inflight} in flight, ${(p.elapsedMs / 1000).toFixed(0)} s`),
-      });
-      const after = await fleet.prefixCounters();
-      const died = router.died();
-      if (died) throw new Error(`${s.label}: ${died}`);
-      records.push(...run.records);
-      const summary = summarize({
-        strategy: s.name, records: run.records, durationMs: run.durationMs, truncated: run.truncated, replicas: fleet.urls.length,
-        budgetMs: o.budgetMs, counters: { queries: after.queries - before.queries, hits: after.hits - before.hits },
-        gateway: await router.metrics(), inflight: null,
-      });
-      summaries.push({ ...summary, label: s.label, added, salted: !emptied });
-    } finally {
-      await router.stop();
-    }
+  }
+  const records: TurnRecord[] = [];
+  const summaries: PeerSummary[] = [];
+  for (const s of o.strategies) {
+    const t = tallies.get(s.name);
+    if (!t) continue;
+    records.push(...t.records);
+    const summary = summarize({
+      strategy: s.name, records: t.records, durationMs: t.durationMs, truncated: t.truncated, replicas: fleet.urls.length,
+      budgetMs: o.budgetMs, counters: { queries: t.queries, hits: t.hits }, gateway: t.gateway, inflight: null,
+    });
+    summaries.push({ ...summary, label: s.label, added: addedFrom(t.direct, t.via, t.probeFailed), salted: t.salted });
   }
   const { strategies, workload, ...rest } = o;
   return {

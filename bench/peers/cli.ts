@@ -28,7 +28,9 @@ const USAGE = `usage: npm run bench:peers -- [flags]
   --max-tokens N           cap every answer (real fleets: 16)
   --max-duration-s N       per router: no new turn after this (sim 300, real 240)
   --request-timeout-s N    per request (60)
-  --probe N                tiny requests each way for the added-latency probe (sim 40, real 10)
+  --rounds N               run every router N times, each round in a rotated order, figures pooled
+                           (sim 1, real 3: a shared machine's busy minute then falls on all alike)
+  --probe N                tiny requests each way for the added-latency probe (sim 40, real 20)
   --out DIR                output directory (bench/out)
 
 Peers come from ${PEERS_VENV} (bench/peers/install.sh installs them, pinned) and ${nginxBinary()}.`;
@@ -42,10 +44,11 @@ interface Preset {
   maxTokens: number | null;
   tools: boolean;
   probeN: number;
+  rounds: number;
   maxDurationS: number;
 }
 
-const SIM: Preset = { name: 'sim', workload: {}, maxTokens: null, tools: true, probeN: 40, maxDurationS: 300 };
+const SIM: Preset = { name: 'sim', workload: {}, maxTokens: null, tools: true, probeN: 40, rounds: 1, maxDurationS: 300 };
 // Issue 16's measured pressure case: 48 sessions × 10 turns, 12 agents with 3–6K-token prompts, 2,500 blocks.
 const SIM_PRESSURE: Preset = { ...SIM, name: 'sim-pressure', workload: { sessions: 48, turns: 10, groups: 12, systemTokens: [3000, 6000] }, kvBlocks: 2500 };
 // Two CPU cores for the whole fleet: few sessions, short answers, no tools (a random-weight model
@@ -53,7 +56,7 @@ const SIM_PRESSURE: Preset = { ...SIM, name: 'sim-pressure', workload: { session
 function realPreset(ratio: number): Preset {
   const t = (real: number) => Math.max(8, Math.round(real / ratio));
   return {
-    name: 'vllm', maxTokens: 16, tools: false, probeN: 10, maxDurationS: 240,
+    name: 'vllm', maxTokens: 16, tools: false, probeN: 20, rounds: 3, maxDurationS: 240,
     workload: { sessions: 8, turns: 4, groups: 2, systemTokens: [t(700), t(1000)], userTokens: [t(10), t(30)], thinkMs: [300, 800], startSpreadMs: 3000 },
   };
 }
@@ -120,7 +123,7 @@ async function main(): Promise<number> {
   const { values: a } = parseArgs({
     options: {
       fleet: s, upstream: { type: 'string', multiple: true }, pressure: { type: 'boolean' }, peers: s, replicas: s, sessions: s, turns: s,
-      groups: s, 'system-tokens': s, 'kv-blocks': s, seed: s, 'max-tokens': s, 'max-duration-s': s, 'request-timeout-s': s, probe: s,
+      groups: s, 'system-tokens': s, 'kv-blocks': s, seed: s, 'max-tokens': s, 'max-duration-s': s, 'request-timeout-s': s, probe: s, rounds: s,
       out: s, help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -173,6 +176,7 @@ async function main(): Promise<number> {
       maxTokens: num(a['max-tokens'], 'max-tokens', 1, 4096) ?? preset.maxTokens,
       tools: preset.tools,
       probeN: num(a.probe, 'probe', 1, 1000) ?? preset.probeN,
+      rounds: num(a.rounds, 'rounds', 1, 20) ?? preset.rounds,
       preset: preset.name,
       fleetInfo: { versions: versions(), kvBlocks: preset.kvBlocks ?? null, capacityTokens, tokenRatio: preset.tokenRatio ?? 1 },
     };

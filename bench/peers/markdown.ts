@@ -18,12 +18,12 @@ export function p90Lead(summaries: readonly PeerSummary[]): { peer: string; rati
 
 export function peersTable(summaries: readonly PeerSummary[]): string {
   return [
-    row(['router', 'TTFT p50 ms', 'p90', 'p99', 'keyed / keyless p90', 'cache hit rate (replicas)', 'failed turns', 'added latency p50 ms']),
+    row(['router', 'TTFT p50 ms', 'p90', 'p99', 'keyed / keyless p90', 'cache hit rate (replicas)', 'failed turns', 'added latency p50 ms (direct p50)']),
     row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
     ...summaries.map((s) => row([
       s.label, ms(s.ttft.p50), ms(s.ttft.p90), ms(s.ttft.p99),
       `${ms(s.keyed.ttft.p90)} / ${ms(s.keyless.ttft.p90)}`,
-      pct(s.hitRate), `${s.errors} / ${s.requests}`, ms(s.added.addedP50Ms, 2),
+      pct(s.hitRate), `${s.errors} / ${s.requests}`, `${ms(s.added.addedP50Ms, 1)} (${ms(s.added.directP50Ms, 1)})`,
     ])),
   ].join('\n');
 }
@@ -39,8 +39,8 @@ export function peersReport(r: PeersResult): string {
     '',
     `Fleet: ${r.fleet.kind}, ${r.fleet.replicas.length} replicas of \`${r.fleet.model}\`${r.fleet.kvBlocks ? `, ${r.fleet.kvBlocks} KV blocks each` : ''}${r.fleet.capacityTokens ? ` (${r.fleet.capacityTokens} tokens of KV each)` : ''}. ` +
       `Workload: ${w.sessions} sessions × ${w.turns} turns, ${w.groups} agents with ${w.systemTokens.join('–')}-token system prompts, ` +
-      `${Math.round(w.keylessShare * 100)}% keyless, tool turns ${Math.round(w.toolTurnShare * 100)}%${r.params.maxTokens !== null ? `, answers ≤ ${r.params.maxTokens} tokens` : ''}. ` +
-      `Machine: ${r.machine.cpus} × ${r.machine.cpu}.`,
+      `${Math.round(w.keylessShare * 100)}% keyless, ${r.params.tools ? `tool turns ${Math.round(w.toolTurnShare * 100)}%` : 'no tools'}${r.params.maxTokens !== null ? `, answers ≤ ${r.params.maxTokens} tokens` : ''}. ` +
+      `${r.params.rounds > 1 ? `${r.params.rounds} rounds, each router once a round in a rotated order, figures pooled. ` : ''}Machine: ${r.machine.cpus} × ${r.machine.cpu}.`,
     `Versions: ${Object.entries(versions).map(([k, v]) => `${k} ${v}`).join(', ')}.`,
     '',
     peersTable(r.summaries),

@@ -7,6 +7,7 @@ import { keepAliveAgent, streamChatExchange } from '../voice/client.js';
 import { percentiles } from '../lib/percentiles.js';
 
 export interface AddedLatency {
+  /** Pairs measured. */
   n: number;
   directP50Ms: number;
   viaP50Ms: number;
@@ -15,7 +16,14 @@ export interface AddedLatency {
   failed: number;
 }
 
-export async function probeAddedLatency(router: { url: string; headers: Record<string, string> }, replicas: readonly string[], model: string, n = 20): Promise<AddedLatency> {
+/** The figures from the two sets of TTFTs (pooled over rounds, or one probe's). */
+export function addedFrom(direct: readonly number[], via: readonly number[], failed: number): AddedLatency {
+  const d = percentiles(direct).p50;
+  const v = percentiles(via).p50;
+  return { n: Math.min(direct.length, via.length), directP50Ms: d, viaP50Ms: v, addedP50Ms: v - d, failed };
+}
+
+export async function probeAddedLatency(router: { url: string; headers: Record<string, string> }, replicas: readonly string[], model: string, n = 20): Promise<{ direct: number[]; via: number[]; failed: number }> {
   const agent = keepAliveAgent();
   const direct: number[] = [];
   const via: number[] = [];
@@ -37,7 +45,5 @@ export async function probeAddedLatency(router: { url: string; headers: Record<s
   } finally {
     agent.destroy();
   }
-  const d = percentiles(direct).p50;
-  const v = percentiles(via).p50;
-  return { n, directP50Ms: d, viaP50Ms: v, addedP50Ms: v - d, failed };
+  return { direct, via, failed };
 }

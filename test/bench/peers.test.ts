@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startChildLines } from '../../bench/lib/procs.js';
 import { p90Lead, peersTable } from '../../bench/peers/markdown.js';
+import { roundOrder } from '../../bench/peers/bench.js';
 import type { PeerSummary } from '../../bench/peers/bench.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -46,6 +47,11 @@ test('the table lists every router; the p90 ratio skips round-robin and any peer
   const rows = [summary('round-robin', 50), summary('sglang-cache-aware', 400), summary('nginx-hash', 20, 3), summary('warmroute', 200)];
   const table = peersTable(rows);
   for (const r of rows) assert.match(table, new RegExp(`\\| ${r.strategy} \\|`));
-  assert.match(table, /\| nginx-hash \| 10 \| 20 \| 40 \| 20 \/ 20 \| 90\.0% \| 3 \/ 10 \| 2\.50 \|/);
+  assert.match(table, /\| nginx-hash \| 10 \| 20 \| 40 \| 20 \/ 20 \| 90\.0% \| 3 \/ 10 \| 2\.5 \(10\.0\) \|/);
   assert.deepEqual(p90Lead(rows), { peer: 'sglang-cache-aware', ratio: 2 });
+});
+
+test('rounds visit the routers in a rotated order, each once a round', () => {
+  const names = ['a', 'b', 'c'];
+  assert.deepEqual([0, 1, 2, 3].map((r) => roundOrder(names, r).join('')), ['abc', 'bca', 'cab', 'abc']);
 });
