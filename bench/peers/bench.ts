@@ -41,6 +41,8 @@ export interface PeerSummary extends StrategySummary {
   added: AddedLatency;
   /** Prompts salted for this strategy because the fleet could not be reset. */
   salted: boolean;
+  /** Each replica's share of the prompt tokens sent during the run (its own counter), fleet order. */
+  replicaShare: number[];
 }
 
 export type PeerRecord = TurnRecord & { round?: number };
@@ -93,6 +95,7 @@ interface Tally {
   probeFailed: number;
   gateway: GatewayMetrics | null;
   salted: boolean;
+  perReplica: number[];
 }
 
 /** Round r visits the routers starting at the r-th: none always runs first, or last, on a busy machine. */
@@ -132,16 +135,18 @@ export async function runPeers(fleet: PeerFleet, o: PeersOptions, progress: (lin
         progress(`${tag} probing the added latency (${o.probeN} tiny requests each way)`);
         const probe = await probeAddedLatency(router, fleet.urls, fleet.model, o.probeN);
         const before = await fleet.prefixCounters();
+        const byReplicaBefore = await fleet.queriesByReplica();
         const run = await runStrategy({
           url: router.url, strategy: s.name, workload: w, adjust: adjuster(s, router, fleet.model, o),
           maxDurationMs: o.maxDurationS * 1000, requestTimeoutMs: timeoutMs,
           onProgress: (p) => progress(`${tag} ${p.done}/${p.total} requests, ${p.inflight} in flight, ${(p.elapsedMs / 1000).toFixed(0)} s`),
         });
         const after = await fleet.prefixCounters();
+        const byReplica = (await fleet.queriesByReplica()).map((q, i) => q - byReplicaBefore[i]);
         const died = router.died();
         if (died) throw new Error(`${s.label}: ${died}`);
         for (const r of run.records) (r as PeerRecord).round = round;
-        const t = tallies.get(s.name) ?? { records: [], queries: 0, hits: 0, durationMs: 0, truncated: false, direct: [], via: [], probeFailed: 0, gateway: null, salted: false };
+        const t = tallies.get(s.name) ?? { records: [], queries: 0, hits: 0, durationMs: 0, truncated: false, direct: [], via: [], probeFailed: 0, gateway: null, salted: false, perReplica: fleet.urls.map(() => 0) };
         t.records.push(...run.records);
         t.queries += after.queries - before.queries;
         t.hits += after.hits - before.hits;
@@ -153,6 +158,7 @@ export async function runPeers(fleet: PeerFleet, o: PeersOptions, progress: (lin
         // warmroute's own histogram: the last round's (a fresh gateway each round).
         t.gateway = (await router.metrics()) ?? t.gateway;
         t.salted ||= !emptied;
+        byReplica.forEach((q, i) => { t.perReplica[i] += q; });
         tallies.set(s.name, t);
       } finally {
         await router.stop();
@@ -169,7 +175,8 @@ export async function runPeers(fleet: PeerFleet, o: PeersOptions, progress: (lin
       strategy: s.name, records: t.records, durationMs: t.durationMs, truncated: t.truncated, replicas: fleet.urls.length,
       budgetMs: o.budgetMs, counters: { queries: t.queries, hits: t.hits }, gateway: t.gateway, inflight: null,
     });
-    summaries.push({ ...summary, label: s.label, added: addedFrom(t.direct, t.via, t.probeFailed), salted: t.salted });
+    const sum = t.perReplica.reduce((a, b) => a + b, 0);
+    summaries.push({ ...summary, label: s.label, added: addedFrom(t.direct, t.via, t.probeFailed), salted: t.salted, replicaShare: t.perReplica.map((q) => (sum ? q / sum : 0)) });
   }
   const { strategies, workload, ...rest } = o;
   return {

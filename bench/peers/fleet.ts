@@ -23,6 +23,8 @@ export interface PeerFleet {
    */
   reset(): Promise<boolean>;
   prefixCounters(): Promise<PrefixCounters>;
+  /** Prompt tokens each replica has been asked for so far (its vllm:prefix_cache_queries), in fleet order. */
+  queriesByReplica(): Promise<number[]>;
   /** KV capacity per replica in tokens, from vllm:cache_config_info (null if not exported). */
   capacityTokens(): Promise<number | null>;
   /**
@@ -41,6 +43,10 @@ async function metricsTexts(urls: readonly string[]): Promise<string[]> {
 async function counters(urls: readonly string[]): Promise<PrefixCounters> {
   const texts = await metricsTexts(urls);
   return { queries: sumSamples(texts, 'vllm:prefix_cache_queries_total'), hits: sumSamples(texts, 'vllm:prefix_cache_hits_total') };
+}
+
+async function queriesByReplica(urls: readonly string[]): Promise<number[]> {
+  return (await metricsTexts(urls)).map((t) => sumSamples(t, 'vllm:prefix_cache_queries_total'));
 }
 
 /** num_gpu_blocks × block_size from the first replica's vllm:cache_config_info labels. */
@@ -94,6 +100,7 @@ function external(kind: 'vllm' | 'upstream', urls: string[], model: string): Pee
     tokenRatio: () => measureTokenRatio(urls[0], model),
     reset: async () => (await Promise.all(urls.map(resetOne))).every(Boolean),
     prefixCounters: () => counters(urls),
+    queriesByReplica: () => queriesByReplica(urls),
     capacityTokens: () => capacity(urls),
     stop: async () => { /* not ours */ },
   };
@@ -105,6 +112,7 @@ export async function simFleet(replicas: number, outputTokens: [number, number],
     kind: 'sim', urls: f.urls, model: MODEL,
     reset: async () => { await f.reset(); return true; },
     prefixCounters: () => f.prefixCounters(),
+    queriesByReplica: () => queriesByReplica(f.urls),
     capacityTokens: () => capacity(f.urls),
     tokenRatio: async () => 1,
     stop: () => f.stop(),

@@ -18,12 +18,12 @@ export function p90Lead(summaries: readonly PeerSummary[]): { peer: string; rati
 
 export function peersTable(summaries: readonly PeerSummary[]): string {
   return [
-    row(['router', 'TTFT p50 ms', 'p90', 'p99', 'keyed / keyless p90', 'cache hit rate (replicas)', 'failed turns', 'added latency p50 ms (direct p50)']),
-    row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+    row(['router', 'TTFT p50 ms', 'p90', 'p99', 'keyed / keyless p90', 'cache hit rate (replicas)', 'prompt tokens per replica', 'failed turns', 'added latency p50 ms (direct p50)']),
+    row(['---', '---:', '---:', '---:', '---:', '---:', '---', '---:', '---:']),
     ...summaries.map((s) => row([
       s.label, ms(s.ttft.p50), ms(s.ttft.p90), ms(s.ttft.p99),
       `${ms(s.keyed.ttft.p90)} / ${ms(s.keyless.ttft.p90)}`,
-      pct(s.hitRate), `${s.errors} / ${s.requests}`, `${ms(s.added.addedP50Ms, 1)} (${ms(s.added.directP50Ms, 1)})`,
+      pct(s.hitRate), (s.replicaShare ?? []).map((x) => `${Math.round(x * 100)}%`).join(' / ') || '–', `${s.errors} / ${s.requests}`, `${ms(s.added.addedP50Ms, 1)} (${ms(s.added.directP50Ms, 1)})`,
     ])),
   ].join('\n');
 }

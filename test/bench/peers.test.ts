@@ -40,14 +40,14 @@ const summary = (strategy: string, p90: number, errors = 0): PeerSummary => ({
   keyed: { sessions: 1, requests: 5, ttft: { n: 5, p50: 1, p90: p90, p99: p90 }, hitRate: null, idealHitRate: null },
   keyless: { sessions: 1, requests: 5, ttft: { n: 5, p50: 1, p90: p90, p99: p90 }, hitRate: null, idealHitRate: null },
   overhead: { p50Ms: null, p99Ms: null, serverTimingP50Ms: null, serverTimingP99Ms: null }, hopsMeanMs: {}, perTurn: [], routes: {},
-  added: { n: 5, directP50Ms: 10, viaP50Ms: 12.5, addedP50Ms: 2.5, failed: 0 }, salted: false,
+  added: { n: 5, directP50Ms: 10, viaP50Ms: 12.5, addedP50Ms: 2.5, failed: 0 }, salted: false, replicaShare: [0.5, 0.5],
 });
 
 test('the table lists every router; the p90 ratio skips round-robin and any peer that failed turns', () => {
   const rows = [summary('round-robin', 50), summary('sglang-cache-aware', 400), summary('nginx-hash', 20, 3), summary('warmroute', 200)];
   const table = peersTable(rows);
   for (const r of rows) assert.match(table, new RegExp(`\\| ${r.strategy} \\|`));
-  assert.match(table, /\| nginx-hash \| 10 \| 20 \| 40 \| 20 \/ 20 \| 90\.0% \| 3 \/ 10 \| 2\.5 \(10\.0\) \|/);
+  assert.match(table, /\| nginx-hash \| 10 \| 20 \| 40 \| 20 \/ 20 \| 90\.0% \| 50% \/ 50% \| 3 \/ 10 \| 2\.5 \(10\.0\) \|/);
   assert.deepEqual(p90Lead(rows), { peer: 'sglang-cache-aware', ratio: 2 });
 });
 
