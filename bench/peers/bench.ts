@@ -54,8 +54,10 @@ export interface PeersResult {
   fleet: { kind: string; replicas: string[]; model: string } & Record<string, unknown>;
   params: Omit<PeersOptions, 'strategies' | 'workload'> & { workload: WorkloadOptions; strategies: string[]; plannedRequests: number };
   summaries: PeerSummary[];
-  /** Routers that could not be started, and why: the run goes on without them. */
+  /** Routers that could not be started or failed, and why: the run goes on without them. */
   skipped: { name: string; label: string; reason: string }[];
+  /** Why the run ended early (the fleet went down), with the figures of what was complete. */
+  aborted: string | null;
   records: PeerRecord[];
   wallMs: number;
 }
@@ -81,6 +83,18 @@ function adjuster(s: PeerStrategy, router: RunningRouter, model: string, o: Peer
     if (o.maxTokens !== null) req.body.max_tokens = o.maxTokens;
     if (!o.tools) delete req.body.tools;
   };
+}
+
+/** The fleet changed under a run (a replica restarted): the step's figures are not kept. */
+class FleetChanged extends Error {}
+
+async function waitFor(f: () => Promise<boolean>, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await f()) return true;
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+  return false;
 }
 
 /** What one router's runs add up to over the rounds. */
@@ -112,59 +126,84 @@ export async function runPeers(fleet: PeerFleet, o: PeersOptions, progress: (lin
   const timeoutMs = o.requestTimeoutS * 1000;
   const total = o.rounds * o.strategies.length;
   let step = 0;
-  for (let round = 0; round < o.rounds; round++) {
+  let aborted: string | null = null;
+  rounds: for (let round = 0; round < o.rounds; round++) {
     for (const s of roundOrder(o.strategies, round)) {
       step++;
       if (skipped.some((x) => x.name === s.name)) continue;
       const tag = `[${step}/${total} ${s.name}${o.rounds > 1 ? `, round ${round + 1}` : ''}]`;
-      const emptied = await fleet.reset();
-      const w = workloadFor(base, s, emptied ? null : `run ${step} of ${total}`, o.tools);
-      progress(`${tag} starting ${s.label}`);
-      let router: RunningRouter;
-      try {
-        router = await s.start(fleet.urls, fleet.model);
-      } catch (e) {
-        const reason = (e as Error).message;
-        progress(`${tag} could not be started, skipped: ${reason.split('\n')[0]}`);
-        skipped.push({ name: s.name, label: s.label, reason });
-        continue;
-      }
-      try {
-        progress(`${tag} deploy warmup: every agent's prompt to every replica`);
-        await warmReplicas(fleet.urls, w, timeoutMs, fleet.model);
-        progress(`${tag} probing the added latency (${o.probeN} tiny requests each way)`);
-        const probe = await probeAddedLatency(router, fleet.urls, fleet.model, o.probeN);
-        const before = await fleet.prefixCounters();
-        const byReplicaBefore = await fleet.queriesByReplica();
-        const run = await runStrategy({
-          url: router.url, strategy: s.name, workload: w, adjust: adjuster(s, router, fleet.model, o),
-          maxDurationMs: o.maxDurationS * 1000, requestTimeoutMs: timeoutMs,
-          onProgress: (p) => progress(`${tag} ${p.done}/${p.total} requests, ${p.inflight} in flight, ${(p.elapsedMs / 1000).toFixed(0)} s`),
-        });
-        const after = await fleet.prefixCounters();
-        const byReplica = (await fleet.queriesByReplica()).map((q, i) => q - byReplicaBefore[i]);
-        const died = router.died();
-        if (died) throw new Error(`${s.label}: ${died}`);
-        for (const r of run.records) (r as PeerRecord).round = round;
-        const t = tallies.get(s.name) ?? { records: [], queries: 0, hits: 0, durationMs: 0, truncated: false, direct: [], via: [], probeFailed: 0, gateway: null, salted: false, perReplica: fleet.urls.map(() => 0) };
-        t.records.push(...run.records);
-        t.queries += after.queries - before.queries;
-        t.hits += after.hits - before.hits;
-        t.durationMs += run.durationMs;
-        t.truncated ||= run.truncated;
-        t.direct.push(...probe.direct);
-        t.via.push(...probe.via);
-        t.probeFailed += probe.failed;
-        // warmroute's own histogram: the last round's (a fresh gateway each round).
-        t.gateway = (await router.metrics()) ?? t.gateway;
-        t.salted ||= !emptied;
-        byReplica.forEach((q, i) => { t.perReplica[i] += q; });
-        tallies.set(s.name, t);
-      } finally {
-        await router.stop();
+      // A fleet that is not ours may restart a replica under us: wait for it, and run the step again
+      // once; if it stays down, end the run with what is complete. A router that fails is skipped.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await runStep(s, tag, round, step);
+          break;
+        } catch (e) {
+          const reason = (e as Error).message;
+          if (!(e instanceof FleetChanged) && (await fleet.healthy())) {
+            progress(`${tag} failed, skipped from now on: ${reason.split('\n')[0]}`);
+            skipped.push({ name: s.name, label: s.label, reason });
+            break;
+          }
+          progress(`${tag} the fleet is down (${reason.split('\n')[0]}); waiting up to 120 s for it`);
+          if (attempt === 0 && (await waitFor(() => fleet.healthy(), 120_000))) continue;
+          aborted = `the fleet went down during ${s.name}, round ${round + 1}: ${reason.split('\n')[0]}`;
+          break rounds;
+        }
       }
     }
   }
+
+  async function runStep(s: PeerStrategy, tag: string, round: number, step: number): Promise<void> {
+    const emptied = await fleet.reset();
+    const w = workloadFor(base, s, emptied ? null : `run ${step} of ${total}`, o.tools);
+    progress(`${tag} starting ${s.label}`);
+    let router: RunningRouter;
+    try {
+      router = await s.start(fleet.urls, fleet.model);
+    } catch (e) {
+      const reason = (e as Error).message;
+      progress(`${tag} could not be started, skipped: ${reason.split('\n')[0]}`);
+      skipped.push({ name: s.name, label: s.label, reason });
+      return;
+    }
+    try {
+      progress(`${tag} deploy warmup: every agent's prompt to every replica`);
+      await warmReplicas(fleet.urls, w, timeoutMs, fleet.model);
+      progress(`${tag} probing the added latency (${o.probeN} tiny requests each way)`);
+      const probe = await probeAddedLatency(router, fleet.urls, fleet.model, o.probeN);
+      const before = await fleet.prefixCounters();
+      const byReplicaBefore = await fleet.queriesByReplica();
+      const run = await runStrategy({
+        url: router.url, strategy: s.name, workload: w, adjust: adjuster(s, router, fleet.model, o),
+        maxDurationMs: o.maxDurationS * 1000, requestTimeoutMs: timeoutMs,
+        onProgress: (p) => progress(`${tag} ${p.done}/${p.total} requests, ${p.inflight} in flight, ${(p.elapsedMs / 1000).toFixed(0)} s`),
+      });
+      const after = await fleet.prefixCounters();
+      const byReplica = (await fleet.queriesByReplica()).map((q, i) => q - byReplicaBefore[i]);
+      const died = router.died();
+      if (died) throw new Error(`${s.label}: ${died}`);
+      if (byReplica.some((q) => q < 0)) throw new FleetChanged('a replica restarted during the run (its counters went back)');
+      for (const r of run.records) (r as PeerRecord).round = round;
+      const t = tallies.get(s.name) ?? { records: [], queries: 0, hits: 0, durationMs: 0, truncated: false, direct: [], via: [], probeFailed: 0, gateway: null, salted: false, perReplica: fleet.urls.map(() => 0) };
+      t.records.push(...run.records);
+      t.queries += after.queries - before.queries;
+      t.hits += after.hits - before.hits;
+      t.durationMs += run.durationMs;
+      t.truncated ||= run.truncated;
+      t.direct.push(...probe.direct);
+      t.via.push(...probe.via);
+      t.probeFailed += probe.failed;
+      // warmroute's own histogram: the last round's (a fresh gateway each round).
+      t.gateway = (await router.metrics()) ?? t.gateway;
+      t.salted ||= !emptied;
+      byReplica.forEach((q, i) => { t.perReplica[i] += q; });
+      tallies.set(s.name, t);
+    } finally {
+      await router.stop();
+    }
+  }
+
   const records: TurnRecord[] = [];
   const summaries: PeerSummary[] = [];
   for (const s of o.strategies) {
@@ -187,6 +226,7 @@ export async function runPeers(fleet: PeerFleet, o: PeersOptions, progress: (lin
     params: { ...rest, workload: base.options, strategies: strategies.map((x) => x.name), plannedRequests: plannedRequests(base) },
     summaries,
     skipped,
+    aborted,
     records,
     wallMs: performance.now() - t0,
   };

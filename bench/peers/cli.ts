@@ -193,7 +193,7 @@ async function main(): Promise<number> {
     process.stdout.write(`${md}\n\nwrote ${join(dir, `peers-${preset.name}-latest.json`)} and .md\n`);
     const failed = result.summaries.reduce((n, x) => n + x.errors, 0);
     if (failed) process.stdout.write(`${failed} request(s) failed; the JSON has each one's error.\n`);
-    return result.skipped.length ? 1 : 0;
+    return result.skipped.length || result.aborted ? 1 : 0;
   } finally {
     await fleet.stop();
   }

@@ -32,6 +32,8 @@ export interface PeerFleet {
    * simulator does): what a real tokenizer makes of the same text, measured on one request.
    */
   tokenRatio(): Promise<number>;
+  /** Every replica's /health answers 200. */
+  healthy(): Promise<boolean>;
   /** Stops what this process started; a fleet it found running is left alone. */
   stop(): Promise<void>;
 }
@@ -98,6 +100,7 @@ function external(kind: 'vllm' | 'upstream', urls: string[], model: string): Pee
   return {
     kind, urls, model,
     tokenRatio: () => measureTokenRatio(urls[0], model),
+    healthy: async () => (await Promise.all(urls.map(healthy))).every(Boolean),
     reset: async () => (await Promise.all(urls.map(resetOne))).every(Boolean),
     prefixCounters: () => counters(urls),
     queriesByReplica: () => queriesByReplica(urls),
@@ -115,6 +118,7 @@ export async function simFleet(replicas: number, outputTokens: [number, number],
     queriesByReplica: () => queriesByReplica(f.urls),
     capacityTokens: () => capacity(f.urls),
     tokenRatio: async () => 1,
+    healthy: async () => (await Promise.all(f.urls.map(healthy))).every(Boolean),
     stop: () => f.stop(),
   };
 }

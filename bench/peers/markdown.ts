@@ -50,6 +50,7 @@ export function peersReport(r: PeersResult): string {
   ];
   if (r.summaries.some((s) => s.salted)) lines.push('', 'The fleet could not empty its caches between routers: each router ran on system prompts of its own (salted), warmed alike before it.');
   if (lead) lines.push('', `Best peer p90 / warmroute p90: ${lead.ratio.toFixed(2)}× (${lead.peer}).`);
+  if (r.aborted) lines.push('', `**Ended early**: ${r.aborted}. The rows above cover the rounds completed before.`);
   for (const s of r.skipped) lines.push('', `Not run: ${s.label}: ${s.reason.split('\n')[0]}`);
   return lines.join('\n');
 }
