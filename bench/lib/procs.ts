@@ -5,8 +5,21 @@ import { createInterface } from 'node:readline';
 const children = new Set<ChildProcess>();
 let hooked = false;
 
+const groups = new Set<ChildProcess>();
+
+/** A child started as a process-group leader is killed with its whole group (a launcher's workers too). */
+function signal(c: ChildProcess, sig: NodeJS.Signals) {
+  if (groups.has(c) && c.pid !== undefined) {
+    try {
+      process.kill(-c.pid, sig);
+      return;
+    } catch { /* the group is gone already */ }
+  }
+  c.kill(sig);
+}
+
 function killAll() {
-  for (const c of children) c.kill('SIGKILL');
+  for (const c of children) signal(c, 'SIGKILL');
 }
 
 /** Kills every child this process started when it exits, however it exits. */
@@ -39,11 +52,17 @@ export interface Child {
  * Starts a process and resolves once a line of its stdout matches `ready` (at once when null;
  * rejects after `timeoutMs`). The child is killed when this process exits.
  */
-export async function startChild(cmd: string, args: string[], ready: RegExp | null, opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv; quietAfterReady?: boolean } = {}): Promise<Child> {
+export async function startChild(cmd: string, args: string[], ready: RegExp | null, opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv; quietAfterReady?: boolean; group?: boolean } = {}): Promise<Child> {
   hookExit();
-  const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+  // group: the child leads a process group of its own, and stop() signals the whole group, so a
+  // launcher that forks workers (a Python router, nginx's master) leaves nothing behind.
+  const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env }, detached: opts.group === true });
   children.add(proc);
-  proc.on('exit', () => children.delete(proc));
+  if (opts.group) groups.add(proc);
+  proc.on('exit', () => {
+    children.delete(proc);
+    groups.delete(proc);
+  });
   let stderr = '';
   proc.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
   if (ready) await new Promise<void>((resolve, reject) => {
@@ -62,10 +81,17 @@ export async function startChild(cmd: string, args: string[], ready: RegExp | nu
   return {
     proc,
     stop: () => new Promise<void>((resolve) => {
-      if (proc.exitCode !== null) return resolve();
-      proc.once('exit', () => resolve());
-      proc.kill('SIGTERM');
-      setTimeout(() => proc.kill('SIGKILL'), 5_000).unref();
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+      const leader = groups.has(proc);
+      proc.once('exit', () => {
+        // The leader is gone; its group's stragglers are not waited for, but they are not left.
+        if (leader && proc.pid !== undefined) {
+          try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* none left */ }
+        }
+        resolve();
+      });
+      signal(proc, 'SIGTERM');
+      setTimeout(() => signal(proc, 'SIGKILL'), 5_000).unref();
     }),
   };
 }
@@ -77,7 +103,7 @@ export const TSX = ['--import', 'tsx'];
  * per replica from `npm run sim`); rejects after `timeoutMs` or if it exits first. Killed on exit
  * like every child started here.
  */
-export async function startChildLines(cmd: string, args: string[], match: RegExp, count: number, opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<Child & { lines: string[] }> {
+export async function startChildLines(cmd: string, args: string[], match: RegExp, count: number, opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv; group?: boolean } = {}): Promise<Child & { lines: string[] }> {
   const lines: string[] = [];
   const child = await startChild(cmd, args, null, opts);
   const { proc } = child;

@@ -6,11 +6,11 @@
 
 import type { Agent } from 'node:http';
 import { keepAliveAgent, readChatEvent, streamExchange, type Exchange } from './client.js';
-import { dialogueOf, type Api } from './dialogue.js';
+import { dialogueOf, type Api, type DialogueRequest } from './dialogue.js';
 import type { SentRequest } from './ideal.js';
 import { callsPlan, driveTurn, preCallRequest, type AgentKind, type PreCall } from './orchestrated.js';
 import { adminKeyOf, type ClientTurn } from './turn-stats.js';
-import type { KeyMode, Workload } from './workload.js';
+import type { KeyMode, SessionPlan, Workload } from './workload.js';
 
 export interface TurnRecord {
   strategy: string;
@@ -74,6 +74,11 @@ export interface RunOptions {
   requestTimeoutMs: number;
   agent?: Agent;
   onProgress?(p: RunProgress): void;
+  /**
+   * Adjusts each request before it is sent (bench:peers: the session key in the header a peer
+   * router reads, a shorter answer for a CPU fleet). Called with a fresh request every time.
+   */
+  adjust?(session: SessionPlan, req: Pick<DialogueRequest, 'headers' | 'body'>): void;
 }
 
 export interface StrategyRun {
@@ -134,6 +139,7 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
     const exchange = async (turn: number, step: number, user: string | null, pre?: PreCall): Promise<{ x: Exchange; complete: boolean }> => {
       const pc = pre === undefined ? null : preCallRequest(plan, group, dialogue.messages, user ?? '', pre);
       const req = pc ?? dialogue.next(user);
+      o.adjust?.(plan, req);
       const messages = pc?.messages ?? dialogue.messages.slice();
       adminKey ??= adminKeyOf(req.headers, req.body);
       inflight++;
