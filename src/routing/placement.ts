@@ -29,8 +29,13 @@ export interface PlacementInput {
   readonly ownTokens: number;
   /** Per candidate: the agent's prompt is believed resident (prefix index). */
   readonly indexed: readonly boolean[];
-  /** Per candidate: under the in-flight bound. */
+  /** Per candidate: under the in-flight bound for new placements (soft cap). */
   readonly loadOk: readonly boolean[];
+  /**
+   * Per candidate: under the bound a session's own replica may reach (hard cap). An agent's
+   * replicas are its sessions' home: a burst in flight does not split it for good.
+   */
+  readonly homeLoadOk: readonly boolean[];
   /** Share of the capacity a working set may plan to fill. */
   readonly fill: number;
   readonly loadFactor: number;
@@ -57,7 +62,7 @@ export function placeByCapacity(p: PlacementInput): Placement {
   const resident = (i: number) => hasAgent(i) || p.indexed[i];
   const need = (i: number) => p.ownTokens + (agent === null || hasAgent(i) ? 0 : agent.tokens);
   const over = (i: number) => p.sets[i].tokens + need(i) - p.fill * p.capacity[i];
-  const room = (i: number) => p.loadOk[i]
+  const room = (i: number) => (resident(i) ? p.homeLoadOk[i] : p.loadOk[i])
     && p.sets[i].sessions + 1 <= Math.ceil((p.loadFactor * (sessions + 1) * weightOf(p.candidates[i])) / weight);
 
   const best = (ok: (i: number) => boolean, better: (a: number, b: number) => boolean): number => {

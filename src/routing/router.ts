@@ -79,7 +79,8 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const capacities = new Map<string, number>();
   // The agents a replica served when its cache was lost (restart, outage): its home set to warm.
   const lostHomes = new Map<string, string[]>();
-  let composition = compose(strategy, { options: o, cost, traffic, moves, random, workingSet });
+  const pressure = { at: -Infinity };
+  let composition = compose(strategy, { options: o, cost, traffic, moves, random, workingSet, pressure });
   const drift = createDriftWatch(MAX_REMEMBERED, MAX_DRIFT_LINKS);
   const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
   const stored = createStoredResponses(deps.responses?.store ?? createMemorySessionStore({ maxSessions: RESPONSES_DEFAULTS.maxRecords, ttlMs: RESPONSES_DEFAULTS.recordTtlMs }));
@@ -154,8 +155,8 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     for (const tokens of workingSet.agents(t).values()) agentTokens += tokens;
     const scale = cost.tokenScale();
     const caps = [...capacities.values()];
-    const pressured = composition.learns && caps.length > 0
-      && underPressure(agentTokens * scale, workingSet.meanOwnTokens(t) * workingSet.activeSessions(t) * scale, caps, o.capacityFill);
+    const pressured = composition.learns && (t - pressure.at <= o.workingSetWindowMs || (caps.length > 0
+      && underPressure(agentTokens * scale, workingSet.meanOwnTokens(t) * workingSet.activeSessions(t) * scale, caps, o.capacityFill)));
     const own = [...workingSet.of(replica, t).agents.keys()];
     if (own.length > 0) return { pressured, agents: own };
     const lost = lostHomes.get(replica);
@@ -244,7 +245,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       // What was learned stays; the prefix index's bounds and the cost model's prior are fixed at start.
       o = resolveRoutingOptions(input);
       workingSet.setWindow(o.workingSetWindowMs);
-      composition = compose(strategy, { options: o, cost, traffic, moves, random, workingSet });
+      composition = compose(strategy, { options: o, cost, traffic, moves, random, workingSet, pressure });
     },
     pinsByReplica: () => store.countsByReplica(now()),
     forgetReplica,

@@ -129,6 +129,12 @@ export interface AffinityPickerDeps {
   readonly random: () => number;
   /** Each replica's estimated working set (the router keeps it). */
   readonly workingSet: WorkingSet;
+  /**
+   * When the fleet was last found under KV pressure (wall ms): placement stays capacity-aware
+   * for a working-set window after, so sessions ending for a moment do not flip it back and forth.
+   * Shared with the router, whose warmup answer (homeSet) reads it.
+   */
+  readonly pressure: { at: number };
 }
 
 /**
@@ -139,12 +145,9 @@ export interface AffinityPickerDeps {
  */
 export function createAffinityPicker(d: AffinityPickerDeps): Picker {
   const o = d.options;
-  // The last time the fleet was found under pressure: placement stays capacity-aware for a
-  // working-set window after, so sessions ending for a moment do not flip it back and forth.
-  let pressuredAt = -Infinity;
 
   /** A fresh placement by capacity, or null when every cache can hold every agent. */
-  function byCapacity(ctx: RouteContext, candidates: readonly ReplicaView[], loadOk: readonly boolean[]): Placement | null {
+  function byCapacity(ctx: RouteContext, candidates: readonly ReplicaView[], caps: LoadCaps): Placement | null {
     const t = ctx.now;
     const scale = d.cost.tokenScale();
     const capacity = candidates.map((r) => (r.kvCapacityTokens !== null && r.kvCapacityTokens > 0 ? r.kvCapacityTokens : Infinity));
@@ -154,8 +157,8 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
     for (const tokens of ws.agents(t).values()) agentTokens += tokens;
     const known = agent !== null && ws.agents(t).has(agent.key);
     const demand = (agentTokens + (agent !== null && !known ? agent.tokens : 0)) * scale;
-    if (underPressure(demand, ws.meanOwnTokens(t) * ws.activeSessions(t) * scale, capacity, o.capacityFill)) pressuredAt = t;
-    if (t - pressuredAt > o.workingSetWindowMs) return null;
+    if (underPressure(demand, ws.meanOwnTokens(t) * ws.activeSessions(t) * scale, capacity, o.capacityFill)) d.pressure.at = t;
+    if (t - d.pressure.at > o.workingSetWindowMs) return null;
     // What the session will grow to is unknown at its first turn: the active sessions' mean
     // stands for it.
     const own = Math.max(ctx.identity.promptTokens - (agent?.tokens ?? 0), ws.meanOwnTokens(t)) * scale;
@@ -166,7 +169,9 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
       return { tokens: s.tokens * scale, sessions: s.sessions, agents };
     });
     return placeByCapacity({
-      candidates, sets, capacity, loadOk,
+      candidates, sets, capacity,
+      loadOk: candidates.map((_, i) => fits(caps, caps.soft, i)),
+      homeLoadOk: candidates.map((_, i) => fits(caps, caps.hard, i)),
       agent: agent === null ? null : { key: agent.key, tokens: agent.tokens * scale },
       ownTokens: own,
       indexed: candidates.map((r) => agent !== null && (ctx.warm.get(r.name) ?? 0) >= agent.tokens),
@@ -208,7 +213,7 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
       const pick = pickAffinity({
         candidates: picks,
         caps,
-        byCapacity: home < 0 ? byCapacity(ctx, candidates, candidates.map((_, i) => fits(caps, caps.soft, i))) : null,
+        byCapacity: home < 0 ? byCapacity(ctx, candidates, caps) : null,
         // A keyed session's first placement ignores this gateway's traffic history, so that
         // every gateway places it the same way; keyless placements and spills use it.
         room: home < 0 && id.sessionKey !== null ? candidates.map(() => true) : trafficRoom(candidates, d.traffic, t, o.loadFactor),
