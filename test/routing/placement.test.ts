@@ -141,3 +141,45 @@ describe('warmup that fits: a replica that restarts under pressure gets its home
     assert.deepEqual(warmed, home, `warmed agents ${warmed} (prompt tokens ${sent.map((r) => r.promptTokens)}), home set ${home}`);
   });
 });
+
+describe('working sets and the placement rule, on their own', () => {
+  const view = (name: string) => ({ name, weight: 1, up: true, draining: false, inflight: 0, models: null, waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: 1000 });
+
+  it('a working set counts a shared prompt once, each session\'s own tokens, and forgets idle sessions', async () => {
+    const { createWorkingSet } = await import('../../src/routing/working-set.js');
+    const ws = createWorkingSet({ windowMs: 1_000, maxSessions: 100 });
+    const a = { key: 'agent-a', tokens: 500 };
+    ws.touch('s1', 'r0', a, 600, 0);
+    ws.touch('s2', 'r0', a, 650, 10);
+    ws.touch('s3', 'r1', a, 520, 20);
+    assert.deepEqual({ ...ws.of('r0', 30), agents: [...ws.of('r0', 30).agents] }, { tokens: 500 + 100 + 150, sessions: 2, agents: [['agent-a', 500]] });
+    assert.deepEqual([...ws.homesOf('agent-a', 30)].sort(), ['r0', 'r1']);
+    // s1 moves to r1: off r0.
+    ws.touch('s1', 'r1', a, 700, 40);
+    assert.equal(ws.of('r0', 50).tokens, 500 + 150);
+    assert.equal(ws.of('r1', 50).tokens, 500 + 20 + 200);
+    // Past the window, idle sessions no longer count (s2 last seen at 10).
+    assert.equal(ws.of('r0', 1_011).tokens, 0);
+    assert.equal(ws.of('r1', 1_011).sessions, 2);
+  });
+
+  it('nothing fits anywhere: the replica where the session evicts least, its agent resident there', async () => {
+    const { placeByCapacity } = await import('../../src/routing/placement.js');
+    const set = (tokens: number, sessions: number, agents: [string, number][] = []) => ({ tokens, sessions, agents: new Map(agents) });
+    const p = placeByCapacity({
+      candidates: ['r0', 'r1', 'r2'].map(view),
+      // r0 holds the agent (500) and is nearly full; r1 and r2 are fuller of other agents.
+      sets: [set(900, 3, [['a', 500]]), set(850, 3, [['b', 400]]), set(950, 3, [['c', 400]])],
+      capacity: [1000, 1000, 1000],
+      agent: { key: 'a', tokens: 500 },
+      ownTokens: 200,
+      indexed: [false, false, false],
+      loadOk: [true, true, true],
+      homeLoadOk: [true, true, true],
+      fill: 1,
+      loadFactor: 2,
+    });
+    // r0: 900 + 200 − 1000 = 100 over; r1: 850 + 700 − 1000 = 550 over; r2: 650 over.
+    assert.deepEqual(p, { index: 0, reason: 'capacity' });
+  });
+});

@@ -63,7 +63,10 @@ export interface PickResult {
  *
  * Without a home (a new session, or a keyless one whose only match is the shared system prompt),
  * the placement is the rendezvous order of its key among the replicas under the soft cap: every
- * gateway computes the same placement for the same conversation with no shared state.
+ * gateway computes the same placement for the same conversation with no shared state. Once the
+ * fleet's KV caches cannot hold every agent on every replica, it is decided by capacity instead
+ * (placement.ts: with its agent, where its working set fits; `capacity` when it cannot be), from
+ * this gateway's working sets: gateways sharing a store then agree on pins, not on first placements.
  */
 export function pickAffinity(p: PickInput): PickResult {
   const { candidates: c, caps, home } = p;
