@@ -20,7 +20,9 @@ const PRESSURE = { replicas: '4', sessions: '48', turns: '10', groups: '12', 'sy
 export const PRESETS: Record<string, Preset> = {
   default: { about: 'the defaults below (no KV pressure)', flags: {} },
   pressure: { about: '48 sessions × 10 turns, 12 agents of 3-6K-token prompts, 4 replicas of 2,500 KV blocks', flags: PRESSURE },
-  'pressure-odd': { about: 'the same with 10 agents (not a multiple of the replicas: the oracle splits agents)', flags: { ...PRESSURE, groups: '10' } },
+  // 10 agents need ~43K tokens; the oracle's i mod 4 gives each replica 5 of them (~22K) and 12
+  // sessions (~17K by their last turn): past 2,100 blocks (33.6K). Grouped, 2-3 agents (≤ 32K) fit.
+  'pressure-odd': { about: '10 agents (not a multiple of the replicas: the oracle splits agents), 2,100 KV blocks', flags: { ...PRESSURE, groups: '10', 'kv-blocks': '2100' } },
   'pressure-8': { about: '8 replicas, 64 sessions, 16 agents, 2,500 KV blocks each', flags: { ...PRESSURE, replicas: '8', sessions: '64', groups: '16' } },
   ramp: {
     about: 'tenants × users: 10 agents, 64 sessions × 8 turns starting at a rising rate over 60 s, 4 replicas of 2,500 blocks',

@@ -268,6 +268,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       costByReplica: cost.snapshot(),
       tokenScale: cost.tokenScale(),
       responseRecords: stored.size(),
+      workingSetTokensByReplica: new Map([...capacities.keys()].map((name) => [name, workingSet.of(name, now()).tokens * cost.tokenScale()])),
     }),
   };
 }

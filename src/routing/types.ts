@@ -196,4 +196,6 @@ export interface RouterStats {
   readonly tokenScale: number;
   /** Stored-response records (response id → replica) this gateway holds. */
   readonly responseRecords: number;
+  /** Estimated working set per replica, in the replica's tokens (routing/working-set.ts), against its KV capacity. */
+  readonly workingSetTokensByReplica: ReadonlyMap<string, number>;
 }
