@@ -212,7 +212,8 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
         stored.served(outcome.responseId, outcome.replica, outcome.promptTokens ?? identity.promptTokens, t);
       }
       broken.healed(key);
-      if (key !== null) workingSet.touch(key, outcome.replica, agentOf(identity), outcome.promptTokens ?? identity.promptTokens, t);
+      // In the gateway's estimated tokens, like the agent's prompt: placement scales both to the replica's.
+      if (key !== null) workingSet.touch(key, outcome.replica, agentOf(identity), identity.promptTokens, t);
       index.record(identity.chain, identity.chainTokens, outcome.replica, t);
       traffic.served(outcome.replica, t);
       if (identity.sessionKey !== null) store.pin(identity.sessionKey, outcome.replica, identity.promptTokens, t);
