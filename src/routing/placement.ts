@@ -16,7 +16,8 @@ import type { ReplicaWorkingSet } from './working-set.js';
  *      for the prompt) — `capacity`.
  * Under the load bounds means: under the in-flight bound the caller passes, and no replica taking
  * more than loadFactor × the weighted average of active sessions (think time leaves most voice
- * sessions with nothing in flight, so their count is the load that placement balances).
+ * sessions with nothing in flight, so their count is the load that placement balances) — for the
+ * agent's own replicas, its hard-cap factor × that average instead.
  */
 export interface PlacementInput {
   readonly candidates: readonly ReplicaView[];
@@ -39,6 +40,12 @@ export interface PlacementInput {
   /** Share of the capacity a working set may plan to fill. */
   readonly fill: number;
   readonly loadFactor: number;
+  /**
+   * The bound on active sessions for an agent's own replicas (hardCapFactor × the average, as a
+   * pinned session's replica may go to the hard cap): sessions arrive in bursts, and an agent
+   * split for a moment's count stays split (its prompt cached twice) for as long as its calls last.
+   */
+  readonly homeLoadFactor: number;
 }
 
 export type PlacementReason = 'placed' | 'capacity' | 'spill';
@@ -63,7 +70,7 @@ export function placeByCapacity(p: PlacementInput): Placement {
   const need = (i: number) => p.ownTokens + (agent === null || hasAgent(i) ? 0 : agent.tokens);
   const over = (i: number) => p.sets[i].tokens + need(i) - p.fill * p.capacity[i];
   const room = (i: number) => (resident(i) ? p.homeLoadOk[i] : p.loadOk[i])
-    && p.sets[i].sessions + 1 <= Math.ceil((p.loadFactor * (sessions + 1) * weightOf(p.candidates[i])) / weight);
+    && p.sets[i].sessions + 1 <= Math.ceil(((resident(i) ? p.homeLoadFactor : p.loadFactor) * (sessions + 1) * weightOf(p.candidates[i])) / weight);
 
   const best = (ok: (i: number) => boolean, better: (a: number, b: number) => boolean): number => {
     let b = -1;

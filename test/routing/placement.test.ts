@@ -178,6 +178,7 @@ describe('working sets and the placement rule, on their own', () => {
       homeLoadOk: [true, true, true],
       fill: 1,
       loadFactor: 2,
+      homeLoadFactor: 2,
     });
     // r0: 900 + 200 − 1000 = 100 over; r1: 850 + 700 − 1000 = 550 over; r2: 650 over.
     assert.deepEqual(p, { index: 0, reason: 'capacity' });

@@ -180,6 +180,7 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
       indexed: candidates.map((r) => agent !== null && (ctx.warm.get(r.name) ?? 0) >= agent.tokens),
       fill: o.capacityFill,
       loadFactor: o.loadFactor,
+      homeLoadFactor: o.hardCapFactor,
     });
   }
 
