@@ -20,7 +20,7 @@ const OUT = 'bench/out';
 // bench:voice's `pressure` preset scaled down to fit the time budget: 12 agents of 3-6K-token
 // prompts (~54K tokens together) on replicas of 2,500 KV blocks (40K tokens) each, 48 sessions of
 // 5 turns with shorter think time; history growth and the keyless share are the same. Round-robin's
-// turns queue for seconds here: the duration cap bounds its run (no new turn after 20 s).
+// turns queue for seconds here: the duration cap bounds its run (no new turn after 15 s).
 // Tool turns at 5%, not 10%: a tool-call answer's first chunk waits for the parser (~6 decode
 // steps), and at 10% of turns those requests are ~10% of the demo's 300: its p90 then sat on
 // their edge and flipped between ~110 and ~190 ms with one or two requests (a false "NOT met").
@@ -29,7 +29,7 @@ const DEMO: BenchOptions = {
   strategies: ['round-robin', 'affinity', 'oracle'],
   outputTokens: [50, 150],
   kvBlocks: 2500,
-  maxDurationS: 20,
+  maxDurationS: 15,
   requestTimeoutS: 15,
   budgetMs: 300,
   warmup: true,
