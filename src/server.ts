@@ -192,9 +192,9 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     metrics.responseRecords.set(st.responseRecords);
     for (const [replica, ms] of st.retentionByReplica) if (registry.byName(replica)) metrics.retention.set({ replica }, ms / 1000);
     for (const [replica, kb] of st.kvBlocksByReplica) if (registry.byName(replica)) metrics.kvBlocks.set({ replica }, kb.blocks);
-    // Until placement keeps its own estimate: the distinct prefix tokens the index holds per replica
-    // (a shared prompt is one set of links, so counted once), in the replica's tokens.
-    for (const r of registry.replicas) metrics.workingSet.set({ replica: r.name }, Math.round((st.prefixTokensByReplica.get(r.name) ?? 0) * st.tokenScale));
+    // Placement's own estimate (routing/working-set.ts): each agent's shared prompt once plus the
+    // sessions active there recently, in the replica's tokens; 0 until its capacity is scraped.
+    for (const r of registry.replicas) metrics.workingSet.set({ replica: r.name }, Math.round(st.workingSetTokensByReplica.get(r.name) ?? 0));
   };
   // With Redis, a drain by hand through any gateway reaches every gateway (the one it reached
   // hands the sessions off; the others stop placing there).

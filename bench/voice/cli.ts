@@ -7,6 +7,7 @@
 import { parseArgs } from 'node:util';
 import { writeFileSync } from 'node:fs';
 import { gatewaysOf, runBench, STRATEGIES, type BenchOptions } from './bench.js';
+import { PRESETS, presetFlags } from './presets.js';
 import { drainTable, runDrainScenario } from './drain.js';
 import { startSimFleet } from './fleet.js';
 import { checkReferences, goalLine, referenceLine } from './goals.js';
@@ -20,6 +21,8 @@ import { AGENTS, type AgentKind } from './orchestrated.js';
 const W = WORKLOAD_DEFAULTS;
 const USAGE = `usage: npm run bench:voice -- [flags]
 
+ --preset NAME            ${Object.entries(PRESETS).map(([k, p]) => `${k}: ${p.about}`).join('\n                           ')}
+                           (flags given beside a preset override its values)
   --api chat|responses     chat completions (default), or the Responses API: keyed sessions chain turns by
                            previous_response_id (store: true), keyless ones resend their history (store: false)
   --replicas N             simulated vLLM replicas (4)
@@ -35,6 +38,7 @@ const USAGE = `usage: npm run bench:voice -- [flags]
   --body-key F             share of keyed sessions using body prompt_cache_key (${W.bodyKeyShare})
   --think-ms A-B           pause between an answer and the next utterance (${W.thinkMs.join('-')})
   --start-spread-ms N      sessions start spread over this window (${W.startSpreadMs})
+  --start-ramp             sessions start at a linearly rising rate over that window (a load ramp)
   --strategies LIST        comma-separated (${STRATEGIES.join(',')}); oracle = no gateway, session i → replica i mod N;
                            affinity@N = N warmroute processes sharing one redis-server, each request to one at random
   --gateways N             fleet operations: warmroute with 1 and with N gateways side by side (affinity,affinity@N),
@@ -67,14 +71,15 @@ function num(v: string | undefined, def: number, name: string, min = 0, max = In
 
 async function main(): Promise<number> {
   const s = { type: 'string' } as const;
-  const { values: a } = parseArgs({
+  const { values: given } = parseArgs({
     options: {
       replicas: s, sessions: s, turns: s, groups: s, 'system-tokens': s, 'user-tokens': s, 'output-tokens': s, 'kv-blocks': s,
       'tool-turns': s, keyless: s, 'body-key': s, 'think-ms': s, 'start-spread-ms': s, strategies: s,
-      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, api: s, agent: s, gateways: s, 'no-warmup': { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, api: s, agent: s, gateways: s, 'no-warmup': { type: 'boolean' }, 'start-ramp': { type: 'boolean' }, preset: s, help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   });
+  const a = { ...presetFlags(given.preset), ...given };
   if (a.help) {
     console.log(USAGE);
     return 0;
@@ -113,6 +118,7 @@ async function main(): Promise<number> {
       bodyKeyShare: num(a['body-key'], W.bodyKeyShare, 'body-key', 0, 1),
       thinkMs: range(a['think-ms'], W.thinkMs, 'think-ms'),
       startSpreadMs: num(a['start-spread-ms'], W.startSpreadMs, 'start-spread-ms', 0),
+      startRamp: a['start-ramp'] === true,
       seed: num(a.seed, W.seed, 'seed'),
     },
   };

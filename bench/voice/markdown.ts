@@ -81,9 +81,12 @@ export function fullTables(summaries: readonly StrategySummary[]): string {
 export function paramsLine(r: BenchResult): string {
   const w = r.params.workload;
   const kv = r.params.kvBlocks === undefined ? '' : `, ${r.params.kvBlocks} KV blocks each`;
-  const warm = r.params.warmup ? "every agent's prompt warmed on every replica first" : 'cold replicas, no warmup';
+  const warm = !r.params.warmup ? 'cold replicas, no warmup'
+    : r.pressure ? "under KV pressure (the agents' prompts together pass 90% of one replica's cache): each agent warmed once where its sessions go, through the gateway (the oracle: on the replicas of its plan)"
+      : "every agent's prompt warmed on every replica first";
+  const ramp = w.startRamp ? `, starting at a rising rate over ${Math.round(w.startSpreadMs / 1000)} s` : '';
   const api = (r.params.api ?? 'chat') === 'chat' ? '' : ' over the Responses API (keyed sessions chained by previous_response_id with store: true, keyless ones resending their history with store: false)';
-  return `${r.params.replicas} simulated vLLM replicas (H100-calibrated${kv}; ${warm}), ${w.sessions} concurrent voice sessions × ${w.turns} turns${api}, ` +
+  return `${r.params.replicas} simulated vLLM replicas (H100-calibrated${kv}; ${warm}), ${w.sessions} concurrent voice sessions × ${w.turns} turns${ramp}${api}, ` +
     `${w.groups} agents with ${w.systemTokens[0]}–${w.systemTokens[1]}-token system prompts, utterances ${w.userTokens[0]}–${w.userTokens[1]} tokens, ` +
     `answers ${r.params.outputTokens[0]}–${r.params.outputTokens[1]} tokens, ${Math.round(w.toolTurnShare * 100)}% tool turns, ` +
     `${Math.round(w.keylessShare * 100)}% keyless sessions, think ${w.thinkMs[0]}–${w.thinkMs[1]} ms, seed ${w.seed}; ` +

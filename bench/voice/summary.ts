@@ -33,6 +33,9 @@ export interface StrategySummary {
   load: {
     served: Record<string, number>;
     maxOverAvg: number | null;
+    /** Sessions per replica (each where most of its requests went), the unit placement balances. */
+    sessions: Record<string, number>;
+    sessionsMaxOverAvg: number | null;
     peakInflight: Record<string, number>;
     meanInflight: Record<string, number>;
     meanInflightMaxOverAvg: number | null;
@@ -117,6 +120,8 @@ export function summarize(i: SummaryInput): StrategySummary {
     load: {
       served,
       maxOverAvg: maxOverAvg(served, i.replicas),
+      sessions: sessionsPerReplica(ok),
+      sessionsMaxOverAvg: maxOverAvg(sessionsPerReplica(ok), i.replicas),
       peakInflight: i.inflight?.peak ?? {},
       meanInflight,
       meanInflightMaxOverAvg: maxOverAvg(meanInflight, i.replicas),
@@ -132,4 +137,23 @@ export function summarize(i: SummaryInput): StrategySummary {
     }),
     routes: countBy(ok, (r) => r.route),
   };
+}
+
+/** Each session counted once, on the replica that served most of its requests. */
+function sessionsPerReplica(ok: readonly TurnRecord[]): Record<string, number> {
+  const by = new Map<number, Map<string, number>>();
+  for (const r of ok) {
+    if (r.replica === null) continue;
+    const m = by.get(r.session) ?? new Map<string, number>();
+    m.set(r.replica, (m.get(r.replica) ?? 0) + 1);
+    by.set(r.session, m);
+  }
+  const out: Record<string, number> = {};
+  for (const m of by.values()) {
+    let best = '';
+    let n = -1;
+    for (const [k, v] of m) if (v > n) { n = v; best = k; }
+    out[best] = (out[best] ?? 0) + 1;
+  }
+  return out;
 }

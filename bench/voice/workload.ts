@@ -23,8 +23,10 @@ export interface WorkloadOptions {
   bodyKeyShare: number;
   /** Pause between an answer's end and the next utterance, uniform. */
   thinkMs: [number, number];
-  /** Sessions start uniformly spread over this window. */
+  /** Sessions start spread over this window: uniformly, or with a rising rate (startRamp). */
   startSpreadMs: number;
+  /** Sessions start at a linearly rising rate over the window (a load ramp), not uniformly. */
+  startRamp: boolean;
   seed: number;
 }
 
@@ -39,6 +41,7 @@ export const WORKLOAD_DEFAULTS: WorkloadOptions = Object.freeze({
   bodyKeyShare: 0.33,
   thinkMs: [800, 2000] as [number, number],
   startSpreadMs: 2000,
+  startRamp: false,
   seed: 1,
 });
 
@@ -147,7 +150,7 @@ export function buildWorkload(opts: Partial<WorkloadOptions> = {}): Workload {
       return { user: tool ? `please call ${tool} ${text}` : text, tool, thinkMs: Math.round(span(r, o.thinkMs)) };
     });
     const keyMode: KeyMode = keyless.has(i) ? 'none' : body.has(i) ? 'body' : 'header';
-    return { index: i, id: `voice-${o.seed}-${i}`, group, keyMode, startMs: Math.round(r() * o.startSpreadMs), turns };
+    return { index: i, id: `voice-${o.seed}-${i}`, group, keyMode, startMs: Math.round((o.startRamp ? Math.sqrt(r()) : r()) * o.startSpreadMs), turns };
   });
   return { options: o, groups, sessions };
 }

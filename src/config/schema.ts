@@ -126,6 +126,18 @@ export const RoutingOptionsSchema = Section({
   prefixMaxEntries: Type.Integer({ minimum: 0, default: 640_000 }),
   /** A link not served again for this long is assumed evicted (≈ vLLM's prefix lifetime under steady load). */
   prefixTtlMs: NonNegative(600_000),
+  /**
+   * A session counts in its replica's estimated working set (its agent's prompt once, plus its own
+   * tokens) until it has been idle this long: capacity-aware placement (src/routing/placement.ts).
+   */
+  workingSetWindowMs: NonNegative(60_000),
+  /**
+   * Share of a replica's KV capacity (vllm:cache_config_info) the working sets may plan to fill;
+   * the rest is decode room and the estimate's slack. Past it on the smallest replica (every
+   * active agent's prompt plus a replica's share of the sessions), new sessions are placed by
+   * capacity: with their agent, where it fits.
+   */
+  capacityFill: Type.Number({ exclusiveMinimum: 0, maximum: 1, default: 0.9 }),
   /** session-hash strategy: ring points per unit of replica weight. */
   ringVnodes: Type.Integer({ minimum: 1, default: 160 }),
   /** session-hash strategy, requests without a key: rotate (`round-robin`) or hash the first user turn (`first-turn`). */

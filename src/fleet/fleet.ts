@@ -72,7 +72,10 @@ export function createFleet(deps: {
   let health: Health;
   // Warmup and handoff replays in flight end with the gateway: shutdown is bounded by drainMs.
   const stopping = new AbortController();
-  const warmup = createWarmup({ agent, stopping: stopping.signal, hot, health: () => health, metrics, log, options: config.warmup });
+  const warmup = createWarmup({
+    agent, stopping: stopping.signal, hot, health: () => health, metrics, log, options: config.warmup,
+    homeSet: (name) => router.homeSet(name), capacityFill: () => config.routing.options.capacityFill,
+  });
   health = createHealth({
     registry, agent, metrics, log,
     options: healthOptionsOf(config),

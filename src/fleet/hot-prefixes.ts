@@ -3,6 +3,8 @@ import { oneTokenBody } from './replay.js';
 
 /** A shared prefix (system prompt + tools) as a one-token request, and how much traffic used it. */
 export interface HotPrefix {
+  /** The chain link ending the shared part: the agent's key in routing (routing/working-set.ts agentOf). */
+  readonly key: string;
   readonly target: string;
   readonly body: Buffer;
   readonly tokens: number;
@@ -14,6 +16,8 @@ export interface HotPrefixes {
   seen(identity: RequestIdentity, target: string, body: Buffer): void;
   /** The k most used prefixes, most used first. */
   top(k: number): HotPrefix[];
+  /** The prefixes of these agents (by key) that are known, most used first. */
+  of(keys: readonly string[]): HotPrefix[];
   bytes(): number;
   size(): number;
 }
@@ -73,7 +77,7 @@ export function createHotPrefixes(opts: { maxBytes: number }): HotPrefixes {
       try {
         const parsed = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
         const messages = (parsed.messages as unknown[]).slice(0, j + 1);
-        prefix = { target, body: oneTokenBody({ ...parsed, messages }), tokens: identity.sharedTokens, hits: 2 };
+        prefix = { key: chain[j], target, body: oneTokenBody({ ...parsed, messages }), tokens: identity.sharedTokens, hits: 2 };
       } catch {
         return;
       }
@@ -84,6 +88,14 @@ export function createHotPrefixes(opts: { maxBytes: number }): HotPrefixes {
     },
     top(k) {
       return [...byLink.values()].sort((a, b) => b.hits - a.hits).slice(0, k);
+    },
+    of(keys) {
+      const out: HotPrefix[] = [];
+      for (const k of keys) {
+        const p = byLink.get(k);
+        if (p !== undefined) out.push(p);
+      }
+      return out.sort((a, b) => b.hits - a.hits);
     },
     bytes: () => bytes,
     size: () => byLink.size,

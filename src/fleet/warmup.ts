@@ -1,8 +1,9 @@
 import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
+import type { HomeSet } from '../routing/types.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { Health } from './health.js';
-import type { HotPrefixes } from './hot-prefixes.js';
+import type { HotPrefix, HotPrefixes } from './hot-prefixes.js';
 import type { ReplicaState } from './registry.js';
 import { pool, replay } from './replay.js';
 
@@ -27,12 +28,21 @@ export interface Warmup {
  * back with a cold cache, is sent the K hottest shared prefixes (system prompt + tools) with
  * max_tokens 1 and bounded concurrency before it takes sessions, so the first calls of every busy
  * agent there do not each pay a cold prefill. Bounded in time: past timeoutMs it takes traffic anyway.
+ *
+ * Once the fleet's caches cannot hold every agent everywhere (routing says so), the K hottest of
+ * the whole fleet would be prompts this replica never serves, evicted again by those it does: it
+ * is sent its home set instead — the agents routing places there (routing/placement.ts) — the
+ * hottest first, no more than fill × its KV capacity and K.
  */
 export function createWarmup(deps: {
   agent: Dispatcher;
   /** Fires when the gateway stops: replays in flight end. */
   stopping: AbortSignal;
   hot: HotPrefixes;
+  /** Routing's view of the agents a replica serves (Router.homeSet); absent: always the hottest. */
+  homeSet?: (replica: string) => HomeSet;
+  /** Share of a replica's KV capacity its warmup may fill under pressure (routing.options.capacityFill). */
+  capacityFill?: () => number;
   health: () => Health;
   metrics: Metrics;
   log: Logger;
@@ -42,10 +52,25 @@ export function createWarmup(deps: {
   let options = deps.options;
   const warming = new Map<string, Promise<void>>();
 
+  /** What to send: the home set under pressure, else the fleet's hottest. */
+  function choose(r: ReplicaState): { set: 'home' | 'hottest'; prefixes: HotPrefix[] } {
+    const home = deps.homeSet?.(r.name);
+    if (!home?.pressured) return { set: 'hottest', prefixes: deps.hot.top(options.topK) };
+    const budget = (deps.capacityFill?.() ?? 1) * (r.kvCapacityTokens ?? Infinity);
+    const out: HotPrefix[] = [];
+    let tokens = 0;
+    for (const p of deps.hot.of(home.agents)) {
+      if (out.length >= options.topK || tokens + p.tokens > budget) break;
+      out.push(p);
+      tokens += p.tokens;
+    }
+    return { set: 'home', prefixes: out };
+  }
+
   async function run(r: ReplicaState, reason: WarmupReason) {
-    const prefixes = deps.hot.top(options.topK);
+    const { set, prefixes } = choose(r);
     if (prefixes.length === 0) {
-      log.info({ replica: r.name, reason }, 'warmup: no shared prefix seen yet, nothing to send');
+      log.info({ replica: r.name, reason, set }, set === 'home' ? 'warmup: no home agent known for this replica, nothing to send' : 'warmup: no shared prefix seen yet, nothing to send');
       return;
     }
     r.warming = true;
@@ -73,8 +98,8 @@ export function createWarmup(deps: {
     const tokens = prefixes.reduce((s, p) => s + p.tokens, 0);
     const complete = failed === 0 && ok === prefixes.length;
     metrics.warmups.inc({ reason, outcome: complete ? 'done' : 'incomplete' });
-    if (!complete) log.warn({ replica: r.name, reason, prefixes: prefixes.length, ok, failed, tokens, ms, err: lastError }, 'warmup incomplete: the replica takes sessions anyway');
-    else log.info({ replica: r.name, reason, prefixes: ok, tokens, ms }, 'warmup done: the replica takes sessions');
+    if (!complete) log.warn({ replica: r.name, reason, set, prefixes: prefixes.length, ok, failed, tokens, ms, err: lastError }, 'warmup incomplete: the replica takes sessions anyway');
+    else log.info({ replica: r.name, reason, set, prefixes: ok, tokens, ms }, 'warmup done: the replica takes sessions');
   }
 
   return {

@@ -16,7 +16,9 @@ import { createPrefixIndex } from './prefix-index.js';
 import { compose } from './strategies.js';
 import { createStoredResponses } from './stored-responses.js';
 import { createTraffic } from './traffic.js';
-import type { Decision, ResidencyObserver, RouteContext, Router, StateLostReason } from './types.js';
+import type { Decision, HomeSet, ResidencyObserver, RouteContext, Router, StateLostReason } from './types.js';
+import { agentOf, createWorkingSet } from './working-set.js';
+import { underPressure } from './placement.js';
 
 export const STRATEGIES = STRATEGY_NAMES;
 export type Strategy = StrategyName;
@@ -91,7 +93,13 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const traffic = createTraffic(o.trafficHalfLifeMs);
   const moves = createMoveLog(MAX_REMEMBERED);
   const broken = createBrokenSessions(MAX_REMEMBERED, o.prefixTtlMs);
-  let composition = compose(strategy, { options: o, cost, traffic, moves, random });
+  const workingSet = createWorkingSet({ windowMs: o.workingSetWindowMs, maxSessions: MAX_REMEMBERED });
+  // Each replica's KV capacity as last seen by route(), for the warmup's question (homeSet).
+  const capacities = new Map<string, number>();
+  // The agents a replica served when its cache was lost (restart, outage): its home set to warm.
+  const lostHomes = new Map<string, string[]>();
+  const pressure = { at: -Infinity };
+  let composition = compose(strategy, { options: o, cost, traffic, moves, random, workingSet, pressure });
   const drift = createDriftWatch(MAX_REMEMBERED, MAX_DRIFT_LINKS);
   const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
   const stored = createStoredResponses(deps.responses?.store ?? createMemorySessionStore({ maxSessions: RESPONSES_DEFAULTS.maxRecords, ttlMs: RESPONSES_DEFAULTS.recordTtlMs }));
@@ -161,7 +169,10 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     if (!composition.learns) return { identity, replicas, now: t, pin, warm: NOTHING_WARM, avoid: null };
     // Capacity is in the replica's tokens, the index counts estimated ones: close enough for a
     // bound whose job is to forget the oldest links once a replica has surely evicted them.
-    for (const r of replicas) index.setCapacity(r.name, r.kvCapacityTokens);
+    for (const r of replicas) {
+      index.setCapacity(r.name, r.kvCapacityTokens);
+      if (r.kvCapacityTokens !== null && r.kvCapacityTokens > 0) capacities.set(r.name, r.kvCapacityTokens);
+    }
     const warm = identity.chain.length > 0 ? index.match(identity.chain, identity.chainTokens, t) : new Map<string, number>();
     // A pin may come from another gateway through a shared store, unknown to this index: its
     // recorded warm prefix counts while the replica would still hold it.
@@ -183,11 +194,45 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   }
 
   function forgetReplica(replica: string) {
+    const agents = [...workingSet.of(replica, now()).agents.keys()];
+    if (agents.length > 0) lostHomes.set(replica, agents);
+    workingSet.forgetReplica(replica);
     index.forgetReplica(replica);
     residency.reset(replica);
     store.forgetReplica(replica);
     moves.forgetReplica(replica);
     traffic.forget(replica);
+  }
+
+  /**
+   * The agents a replica will serve, for its warmup: those with sessions active there now, else
+   * those it served before its cache was lost, else (a replica new to the fleet) those of the
+   * fullest replica, the ones that spread next. Not pressured when every cache can hold every
+   * active agent (or capacity is unknown): then the warmup sends the hottest prefixes.
+   */
+  function homeSetOf(replica: string): HomeSet {
+    const t = now();
+    let agentTokens = 0;
+    for (const tokens of workingSet.agents(t).values()) agentTokens += tokens;
+    const scale = cost.tokenScale();
+    const caps = [...capacities.values()];
+    const pressured = composition.learns && (t - pressure.at <= o.workingSetWindowMs || (caps.length > 0
+      && underPressure(agentTokens * scale, workingSet.meanOwnTokens(t) * workingSet.activeSessions(t) * scale, caps, o.capacityFill)));
+    const own = [...workingSet.of(replica, t).agents.keys()];
+    if (own.length > 0) return { pressured, agents: own };
+    const lost = lostHomes.get(replica);
+    if (lost !== undefined) return { pressured, agents: lost };
+    let fullest: string | null = null;
+    let worst = -Infinity;
+    for (const [name, c] of capacities) {
+      if (name === replica) continue;
+      const share = workingSet.of(name, t).tokens / c;
+      if (share > worst) {
+        worst = share;
+        fullest = name;
+      }
+    }
+    return { pressured, agents: fullest === null ? [] : [...workingSet.of(fullest, t).agents.keys()] };
   }
 
   return {
@@ -207,6 +252,11 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       const key = req.identity.sessionKey ?? req.identity.placementKey;
       const drifted = key === null ? null : drift.observe(key, req.identity, ctx.now);
       const d = drifted === null ? decided : { ...decided, drift: drifted };
+      // A fresh placement counts in its replica's working set at once: sessions starting together
+      // must see each other before any of them is served.
+      if (composition.learns && key !== null && (d.reason === 'placed' || d.reason === 'capacity' || (d.reason === 'spill' && req.identity.sessionKey === null && ctx.pin === null))) {
+        workingSet.touch(key, d.ranked[0].name, agentOf(req.identity), req.identity.promptTokens, ctx.now);
+      }
       if (composition.learns) {
         const notes = new Map<string, Seen>();
         for (const r of d.ranked) notes.set(r.name, { matched: ctx.warm.get(r.name) ?? 0, waiting: r.waiting, running: runningOf(r) });
@@ -233,6 +283,8 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       broken.healed(key);
       const s = seen.get(identity)?.get(outcome.replica);
       if (outcome.cachedTokens !== null && s !== undefined) feedback(identity, outcome.replica, s.matched, outcome.cachedTokens, t);
+      // In the gateway's estimated tokens, like the agent's prompt: placement scales both to the replica's.
+      if (key !== null) workingSet.touch(key, outcome.replica, agentOf(identity), identity.promptTokens, t);
       index.record(identity.chain, identity.chainTokens, outcome.replica, t);
       if (outcome.promptTokens !== null && live.has(outcome.replica)) learnBlocks(identity, outcome.replica, outcome.promptTokens);
       traffic.served(outcome.replica, t);
@@ -264,7 +316,8 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     setOptions(input) {
       // What was learned stays; the prefix index's bounds and the cost model's prior are fixed at start.
       o = resolveRoutingOptions(input);
-      composition = compose(strategy, { options: o, cost, traffic, moves, random });
+      workingSet.setWindow(o.workingSetWindowMs);
+      composition = compose(strategy, { options: o, cost, traffic, moves, random, workingSet, pressure });
     },
     pinsByReplica: () => store.countsByReplica(now()),
     forgetReplica,
@@ -272,10 +325,14 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       forgetReplica(replica);
       stored.restarted(replica, since);
     },
+    homeSet(replica) {
+      return homeSetOf(replica);
+    },
     replicaLeft(replica) {
       forgetReplica(replica);
       residency.remove(replica);
       live.delete(replica);
+      lostHomes.delete(replica);
       stored.left(replica);
       cost.remove(replica);
     },
@@ -287,6 +344,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       responseRecords: stored.size(),
       retentionByReplica: new Map([...new Set([...index.tokensByReplica().keys(), ...residency.replicas()])].map((r) => [r, index.retentionMs(r)])),
       kvBlocksByReplica: new Map(residency.replicas().map((r) => [r, residency.stats(r) as { blocks: number; links: number }])),
+      workingSetTokensByReplica: new Map([...capacities.keys()].map((name) => [name, workingSet.of(name, now()).tokens * cost.tokenScale()])),
     }),
     kvEvents(replica, events) {
       if (!composition.learns) return;

@@ -9,7 +9,11 @@ import type { KvEvent } from './kv-residency.js';
 import type { RoutingOptionsInput } from './options.js';
 
 /** Why a request went where it went. Bounded: used as a metric label. */
-export const ROUTE_REASONS = ['pinned', 'prefix', 'placed', 'spill', 'failover', 'round-robin', 'least-loaded', 'hash'] as const;
+/**
+ * `capacity`: a new session placed away from its agent's replicas because their KV caches are full
+ * (or, when no cache has room, where it evicts least); `spill`: moved or placed away for load.
+ */
+export const ROUTE_REASONS = ['pinned', 'prefix', 'placed', 'spill', 'capacity', 'failover', 'round-robin', 'least-loaded', 'hash'] as const;
 export type RouteReason = (typeof ROUTE_REASONS)[number];
 
 /**
@@ -167,6 +171,8 @@ export interface Router {
   replicaRestarted(replica: string, since: number): void;
   /** A replica left the fleet for good: forgotten as above, and its learned costs dropped too. */
   replicaLeft(replica: string): void;
+  /** The agents a replica will serve and whether the caches are under pressure (its warmup asks). */
+  homeSet(replica: string): HomeSet;
   /** Routing state for /admin and gauges; cheap enough to call once per scrape, not per request. */
   stats(): RouterStats;
   /**
@@ -189,6 +195,16 @@ export interface ResidencyObserver {
   evicted(replica: string, source: 'feedback' | 'events', links: number): void;
   /** Mapping a served request to the replica's engine blocks: learned, or why not. */
   learned(replica: string, outcome: string): void;
+}
+
+/**
+ * What a replica's warmup should send it. `agents`: the shared-prefix keys (the chain link ending
+ * an agent's system prompt and tools) of the agents it will serve. `pressured`: the fleet's KV
+ * caches cannot hold every active agent on every replica, so it gets those agents only.
+ */
+export interface HomeSet {
+  readonly pressured: boolean;
+  readonly agents: readonly string[];
 }
 
 /** What the cost model has learned about one replica. */
@@ -215,4 +231,6 @@ export interface RouterStats {
   readonly retentionByReplica: ReadonlyMap<string, number>;
   /** Per replica with KV events: engine blocks known resident, and chain links mapped to them. */
   readonly kvBlocksByReplica: ReadonlyMap<string, { blocks: number; links: number }>;
+  /** Estimated working set per replica, in the replica's tokens (routing/working-set.ts), against its KV capacity. */
+  readonly workingSetTokensByReplica: ReadonlyMap<string, number>;
 }

@@ -36,7 +36,7 @@ test('stop() of a process-group child ends the processes it forked too', async (
 const summary = (strategy: string, p90: number, errors = 0): PeerSummary => ({
   strategy, label: strategy, requests: 10, errors, durationMs: 1, truncated: false,
   ttft: { n: 10, p50: p90 / 2, p90, p99: p90 * 2 }, budgetMs: 300, overBudget: 0, hitRate: 0.9, clientHitRate: 0.9, idealHitRate: null,
-  load: { served: {}, maxOverAvg: null, peakInflight: {}, meanInflight: {}, meanInflightMaxOverAvg: null },
+  load: { served: {}, maxOverAvg: null, sessions: {}, sessionsMaxOverAvg: null, peakInflight: {}, meanInflight: {}, meanInflightMaxOverAvg: null },
   keyed: { sessions: 1, requests: 5, ttft: { n: 5, p50: 1, p90: p90, p99: p90 }, hitRate: null, idealHitRate: null },
   keyless: { sessions: 1, requests: 5, ttft: { n: 5, p50: 1, p90: p90, p99: p90 }, hitRate: null, idealHitRate: null },
   overhead: { p50Ms: null, p99Ms: null, serverTimingP50Ms: null, serverTimingP99Ms: null }, hopsMeanMs: {}, perTurn: [], routes: {},

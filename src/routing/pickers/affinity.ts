@@ -2,9 +2,11 @@ import type { RoutingOptions } from '../../config/schema.js';
 import type { CostModel } from '../cost-model.js';
 import { runningOf } from '../load.js';
 import type { MoveLog } from '../moves.js';
+import { placeByCapacity, underPressure, type Placement } from '../placement.js';
 import { rendezvousRank } from '../rendezvous.js';
 import { trafficRoom, type Traffic } from '../traffic.js';
-import type { Picker, ReplicaView, RouteReason } from '../types.js';
+import type { Picker, ReplicaView, RouteContext, RouteReason } from '../types.js';
+import { agentOf, type WorkingSet } from '../working-set.js';
 import { fits, loadCaps, type LoadCaps } from './bounded-load.js';
 import { rankByCost } from './min-ttft.js';
 
@@ -38,6 +40,11 @@ export interface PickInput {
   readonly placementKey: string | null;
   readonly tieMs: number;
   readonly random: () => number;
+  /**
+   * A fresh placement under KV pressure (placement.ts), decided by capacity instead of by the
+   * rendezvous of its key; absent (or index −1) when the caches hold every agent everywhere.
+   */
+  readonly byCapacity?: Placement | null;
 }
 
 export interface PickResult {
@@ -56,7 +63,10 @@ export interface PickResult {
  *
  * Without a home (a new session, or a keyless one whose only match is the shared system prompt),
  * the placement is the rendezvous order of its key among the replicas under the soft cap: every
- * gateway computes the same placement for the same conversation with no shared state.
+ * gateway computes the same placement for the same conversation with no shared state. Once the
+ * fleet's KV caches cannot hold every agent on every replica, it is decided by capacity instead
+ * (placement.ts: with its agent, where its working set fits; `capacity` when it cannot be), from
+ * this gateway's working sets: gateways sharing a store then agree on pins, not on first placements.
  */
 export function pickAffinity(p: PickInput): PickResult {
   const { candidates: c, caps, home } = p;
@@ -82,6 +92,9 @@ export function pickAffinity(p: PickInput): PickResult {
       if (chosen < 0) chosen = leastFull(caps, c);
     }
     reason = chosen === home ? p.homeReason : 'spill';
+  } else if (p.byCapacity && p.byCapacity.index >= 0) {
+    chosen = p.byCapacity.index;
+    reason = p.byCapacity.reason;
   } else {
     const open: ReplicaView[] = [];
     for (let i = 0; i < c.length; i++) if (soft(i)) open.push(c[i].replica);
@@ -117,6 +130,14 @@ export interface AffinityPickerDeps {
   readonly traffic: Traffic;
   readonly moves: MoveLog;
   readonly random: () => number;
+  /** Each replica's estimated working set (the router keeps it). */
+  readonly workingSet: WorkingSet;
+  /**
+   * When the fleet was last found under KV pressure (wall ms): placement stays capacity-aware
+   * for a working-set window after, so sessions ending for a moment do not flip it back and forth.
+   * Shared with the router, whose warmup answer (homeSet) reads it.
+   */
+  readonly pressure: { at: number };
 }
 
 /**
@@ -127,6 +148,42 @@ export interface AffinityPickerDeps {
  */
 export function createAffinityPicker(d: AffinityPickerDeps): Picker {
   const o = d.options;
+
+  /** A fresh placement by capacity, or null when every cache can hold every agent. */
+  function byCapacity(ctx: RouteContext, candidates: readonly ReplicaView[], caps: LoadCaps): Placement | null {
+    const t = ctx.now;
+    const scale = d.cost.tokenScale();
+    const capacity = candidates.map((r) => (r.kvCapacityTokens !== null && r.kvCapacityTokens > 0 ? r.kvCapacityTokens : Infinity));
+    const ws = d.workingSet;
+    const agent = agentOf(ctx.identity);
+    let agentTokens = 0;
+    for (const tokens of ws.agents(t).values()) agentTokens += tokens;
+    const known = agent !== null && ws.agents(t).has(agent.key);
+    const demand = (agentTokens + (agent !== null && !known ? agent.tokens : 0)) * scale;
+    if (underPressure(demand, ws.meanOwnTokens(t) * ws.activeSessions(t) * scale, capacity, o.capacityFill)) d.pressure.at = t;
+    if (t - d.pressure.at > o.workingSetWindowMs) return null;
+    // What the session will grow to is unknown at its first turn: the active sessions' mean
+    // stands for it.
+    const own = Math.max(ctx.identity.promptTokens - (agent?.tokens ?? 0), ws.meanOwnTokens(t)) * scale;
+    const sets = candidates.map((r) => {
+      const s = ws.of(r.name, t);
+      const agents = new Map<string, number>();
+      for (const [k, v] of s.agents) agents.set(k, v * scale);
+      return { tokens: s.tokens * scale, sessions: s.sessions, agents };
+    });
+    return placeByCapacity({
+      candidates, sets, capacity,
+      loadOk: candidates.map((_, i) => fits(caps, caps.soft, i)),
+      homeLoadOk: candidates.map((_, i) => fits(caps, caps.hard, i)),
+      agent: agent === null ? null : { key: agent.key, tokens: agent.tokens * scale },
+      ownTokens: own,
+      indexed: candidates.map((r) => agent !== null && (ctx.warm.get(r.name) ?? 0) >= agent.tokens),
+      fill: o.capacityFill,
+      loadFactor: o.loadFactor,
+      homeLoadFactor: o.hardCapFactor,
+    });
+  }
+
   return {
     name: 'affinity',
     pick(ctx, candidates, scores) {
@@ -156,9 +213,11 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
         return { replica: r, matched, estimateMs: d.cost.estimate(r.name, id.promptTokens - matched, r.waiting, runningOf(r)), bonusMs: o.scoreMs * scores[i] };
       });
       const avoided = ctx.avoid !== null && !candidates.some((r) => r.name === ctx.avoid);
+      const caps = loadCaps(candidates, o.loadFactor, o.hardCapFactor, o.hardCapMin);
       const pick = pickAffinity({
         candidates: picks,
-        caps: loadCaps(candidates, o.loadFactor, o.hardCapFactor, o.hardCapMin),
+        caps,
+        byCapacity: home < 0 ? byCapacity(ctx, candidates, caps) : null,
         // A keyed session's first placement ignores this gateway's traffic history, so that
         // every gateway places it the same way; keyless placements and spills use it.
         room: home < 0 && id.sessionKey !== null ? candidates.map(() => true) : trafficRoom(candidates, d.traffic, t, o.loadFactor),

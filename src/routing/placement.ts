@@ -1,0 +1,111 @@
+import { weightOf } from './load.js';
+import type { ReplicaView } from './types.js';
+import type { ReplicaWorkingSet } from './working-set.js';
+
+/**
+ * Capacity-aware placement of a new session, once the fleet's KV caches cannot hold every agent
+ * on every replica. What decides is each replica's estimated working set (working-set.ts) against
+ * its KV capacity (vllm:cache_config_info), in the replica's tokens:
+ *   1. the agent's own replicas — its prompt is resident there (sessions of it active, or the
+ *      prefix index holds it) — that have room for the session, under the load bounds: the agent
+ *      stays together;
+ *   2. else another replica where it fits: the fewest active sessions, then the most free cache
+ *      (an agent's first placement, or a spread because its replicas are full — `capacity` — or
+ *      over the load bound — `spill`);
+ *   3. nothing fits: the replica where it evicts least (its agent resident there needs no room
+ *      for the prompt) — `capacity`.
+ * Under the load bounds means: under the in-flight bound the caller passes, and no replica taking
+ * more than loadFactor × the weighted average of active sessions (think time leaves most voice
+ * sessions with nothing in flight, so their count is the load that placement balances) — for the
+ * agent's own replicas, its hard-cap factor × that average instead.
+ */
+export interface PlacementInput {
+  readonly candidates: readonly ReplicaView[];
+  /** Per candidate: its working set (tokens already in the replica's units). */
+  readonly sets: readonly ReplicaWorkingSet[];
+  /** Per candidate: KV capacity in tokens, Infinity when unknown. */
+  readonly capacity: readonly number[];
+  readonly agent: { readonly key: string; readonly tokens: number } | null;
+  /** Tokens the session itself will need beyond its agent's prompt. */
+  readonly ownTokens: number;
+  /** Per candidate: the agent's prompt is believed resident (prefix index). */
+  readonly indexed: readonly boolean[];
+  /** Per candidate: under the in-flight bound for new placements (soft cap). */
+  readonly loadOk: readonly boolean[];
+  /**
+   * Per candidate: under the bound a session's own replica may reach (hard cap). An agent's
+   * replicas are its sessions' home: a burst in flight does not split it for good.
+   */
+  readonly homeLoadOk: readonly boolean[];
+  /** Share of the capacity a working set may plan to fill. */
+  readonly fill: number;
+  readonly loadFactor: number;
+  /**
+   * The bound on active sessions for an agent's own replicas (hardCapFactor × the average, as a
+   * pinned session's replica may go to the hard cap): sessions arrive in bursts, and an agent
+   * split for a moment's count stays split (its prompt cached twice) for as long as its calls last.
+   */
+  readonly homeLoadFactor: number;
+}
+
+export type PlacementReason = 'placed' | 'capacity' | 'spill';
+
+export interface Placement {
+  readonly index: number;
+  readonly reason: PlacementReason;
+}
+
+/** −1 when no candidate is under the load bounds: the caller falls back to its own rule. */
+export function placeByCapacity(p: PlacementInput): Placement {
+  const n = p.candidates.length;
+  const agent = p.agent;
+  let sessions = 0;
+  let weight = 0;
+  for (let i = 0; i < n; i++) {
+    sessions += p.sets[i].sessions;
+    weight += weightOf(p.candidates[i]);
+  }
+  const hasAgent = (i: number) => agent !== null && p.sets[i].agents.has(agent.key);
+  const resident = (i: number) => hasAgent(i) || p.indexed[i];
+  const need = (i: number) => p.ownTokens + (agent === null || hasAgent(i) ? 0 : agent.tokens);
+  const over = (i: number) => p.sets[i].tokens + need(i) - p.fill * p.capacity[i];
+  const room = (i: number) => (resident(i) ? p.homeLoadOk[i] : p.loadOk[i])
+    && p.sets[i].sessions + 1 <= Math.ceil(((resident(i) ? p.homeLoadFactor : p.loadFactor) * (sessions + 1) * weightOf(p.candidates[i])) / weight);
+
+  const best = (ok: (i: number) => boolean, better: (a: number, b: number) => boolean): number => {
+    let b = -1;
+    for (let i = 0; i < n; i++) if (ok(i) && (b < 0 || better(i, b))) b = i;
+    return b;
+  };
+  const fewerSessions = (a: number, b: number) => p.sets[a].sessions < p.sets[b].sessions
+    || (p.sets[a].sessions === p.sets[b].sessions && over(a) < over(b));
+
+  const home = best((i) => resident(i) && room(i) && over(i) <= 0, fewerSessions);
+  if (home >= 0) return { index: home, reason: 'placed' };
+  const elsewhere = best((i) => !resident(i) && room(i) && over(i) <= 0, fewerSessions);
+  if (elsewhere >= 0) {
+    let full = false;
+    let busy = false;
+    for (let i = 0; i < n; i++) {
+      if (!resident(i)) continue;
+      if (over(i) > 0) full = true;
+      else busy = true;
+    }
+    return { index: elsewhere, reason: full ? 'capacity' : busy ? 'spill' : 'placed' };
+  }
+  const least = best(room, (a, b) => over(a) < over(b) || (over(a) === over(b) && p.sets[a].sessions < p.sets[b].sessions));
+  return { index: least, reason: 'capacity' };
+}
+
+/**
+ * Whether the fleet's caches cannot hold every active agent on every replica: the agents'
+ * prompts together, plus a replica's share of the sessions' own tokens, pass `fill` × the
+ * smallest capacity. Below that every replica can keep every agent and placement need not care.
+ */
+export function underPressure(agentTokens: number, ownTokens: number, capacities: readonly number[], fill: number): boolean {
+  if (capacities.length === 0) return false;
+  let min = Infinity;
+  for (const c of capacities) min = Math.min(min, c);
+  if (!Number.isFinite(min)) return false;
+  return agentTokens + ownTokens / capacities.length > fill * min;
+}

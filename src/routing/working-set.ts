@@ -1,0 +1,181 @@
+import type { RequestIdentity } from '../identify/identity.js';
+
+/**
+ * The agent a request belongs to: the chain link that ends its shared part (system and developer
+ * messages, tools: everything before the first user turn), and that part's estimated tokens. Every
+ * session of one voice agent starts with the same bytes, so they share this key; null when the
+ * request has no shared part to speak of (no user turn, or nothing before it).
+ */
+export function agentOf(id: RequestIdentity): { key: string; tokens: number } | null {
+  if (id.sharedTokens <= 0 || id.firstUser < 0) return null;
+  if (id.firstUser === 0) return { key: `seed:${id.seed}`, tokens: id.sharedTokens };
+  return { key: id.chain[id.firstUser - 1], tokens: id.sharedTokens };
+}
+
+/** One replica's estimated working set: what its recently active sessions need in its KV cache. */
+export interface ReplicaWorkingSet {
+  /** Distinct shared prefixes (each agent's prompt once) + every active session's own tokens. */
+  readonly tokens: number;
+  /** Active sessions placed here. */
+  readonly sessions: number;
+  /** Agent key → its shared prefix tokens, for the agents with an active session here. */
+  readonly agents: ReadonlyMap<string, number>;
+}
+
+export interface WorkingSet {
+  /**
+   * A session (session key, or a keyless conversation's placement key) is on `replica` now, with
+   * this prompt: counted in that replica's working set until it has been idle for the window.
+   * Moving a session takes it off its previous replica.
+   */
+  touch(key: string, replica: string, agent: { key: string; tokens: number } | null, promptTokens: number, now: number): void;
+  of(replica: string, now: number): ReplicaWorkingSet;
+  /** Replicas with an active session of this agent. */
+  homesOf(agent: string, now: number): readonly string[];
+  /** Agents with an active session anywhere: key → tokens. */
+  agents(now: number): ReadonlyMap<string, number>;
+  /** Mean own (non-shared) tokens of the active sessions; 0 with none. */
+  meanOwnTokens(now: number): number;
+  /** Sessions active anywhere. */
+  activeSessions(now: number): number;
+  /** The replica's cache is gone (restart, left): its sessions no longer count there. */
+  forgetReplica(replica: string): void;
+  setWindow(ms: number): void;
+}
+
+interface Active {
+  replica: string;
+  agent: string | null;
+  agentTokens: number;
+  own: number;
+  lastSeen: number;
+}
+
+interface Tally {
+  own: number;
+  sessions: number;
+  /** agent → [tokens, active sessions of it here]. */
+  agents: Map<string, [number, number]>;
+  shared: number;
+}
+
+/**
+ * Working sets kept incrementally: a touch adds a session to its replica's tally, the sweep takes
+ * off the sessions idle past the window (a Map in recency order, oldest first), so reading a
+ * replica's working set is O(1) plus the expired. At most `maxSessions` sessions are tracked (the
+ * least recently active go first).
+ */
+export function createWorkingSet(opts: { windowMs: number; maxSessions: number }): WorkingSet {
+  let window = opts.windowMs;
+  const active = new Map<string, Active>();
+  const tallies = new Map<string, Tally>();
+  const fleetAgents = new Map<string, [number, number]>();
+  let ownTotal = 0;
+
+  const tally = (replica: string): Tally => {
+    let t = tallies.get(replica);
+    if (t === undefined) {
+      t = { own: 0, sessions: 0, agents: new Map(), shared: 0 };
+      tallies.set(replica, t);
+    }
+    return t;
+  };
+
+  function add(a: Active) {
+    const t = tally(a.replica);
+    t.own += a.own;
+    t.sessions++;
+    ownTotal += a.own;
+    if (a.agent === null) return;
+    const got = t.agents.get(a.agent);
+    if (got === undefined) {
+      t.agents.set(a.agent, [a.agentTokens, 1]);
+      t.shared += a.agentTokens;
+    } else got[1]++;
+    const f = fleetAgents.get(a.agent);
+    if (f === undefined) fleetAgents.set(a.agent, [a.agentTokens, 1]);
+    else f[1]++;
+  }
+
+  function drop(a: Active) {
+    const t = tally(a.replica);
+    t.own -= a.own;
+    t.sessions--;
+    ownTotal -= a.own;
+    if (a.agent === null) return;
+    const got = t.agents.get(a.agent);
+    if (got !== undefined && --got[1] <= 0) {
+      t.agents.delete(a.agent);
+      t.shared -= got[0];
+    }
+    const f = fleetAgents.get(a.agent);
+    if (f !== undefined && --f[1] <= 0) fleetAgents.delete(a.agent);
+  }
+
+  function sweep(now: number) {
+    for (const [key, a] of active) {
+      if (now - a.lastSeen <= window) break;
+      drop(a);
+      active.delete(key);
+    }
+  }
+
+  return {
+    touch(key, replica, agent, promptTokens, now) {
+      sweep(now);
+      const had = active.get(key);
+      if (had !== undefined) {
+        drop(had);
+        active.delete(key);
+      }
+      const a: Active = {
+        replica, agent: agent?.key ?? null, agentTokens: agent?.tokens ?? 0,
+        own: Math.max(0, promptTokens - (agent?.tokens ?? 0)), lastSeen: now,
+      };
+      add(a);
+      active.set(key, a);
+      if (active.size > opts.maxSessions) {
+        const [oldest, o] = active.entries().next().value as [string, Active];
+        drop(o);
+        active.delete(oldest);
+      }
+    },
+    of(replica, now) {
+      sweep(now);
+      const t = tallies.get(replica);
+      if (t === undefined) return { tokens: 0, sessions: 0, agents: new Map() };
+      const agents = new Map<string, number>();
+      for (const [k, [tokens]] of t.agents) agents.set(k, tokens);
+      return { tokens: t.shared + t.own, sessions: t.sessions, agents };
+    },
+    homesOf(agent, now) {
+      sweep(now);
+      const out: string[] = [];
+      for (const [name, t] of tallies) if (t.agents.has(agent)) out.push(name);
+      return out;
+    },
+    agents(now) {
+      sweep(now);
+      const out = new Map<string, number>();
+      for (const [k, [tokens]] of fleetAgents) out.set(k, tokens);
+      return out;
+    },
+    meanOwnTokens(now) {
+      sweep(now);
+      return active.size === 0 ? 0 : ownTotal / active.size;
+    },
+    activeSessions(now) {
+      sweep(now);
+      return active.size;
+    },
+    forgetReplica(replica) {
+      for (const [key, a] of active) {
+        if (a.replica !== replica) continue;
+        drop(a);
+        active.delete(key);
+      }
+      tallies.delete(replica);
+    },
+    setWindow(ms) { window = ms; },
+  };
+}
