@@ -38,7 +38,14 @@ const N = 4;
 const KTOK = 1000;
 /** Prior standard deviations, in units of the measurement noise (~50 ms): how far the first observations may pull. */
 const PRIOR_SD = [0.7, 2, 1, 0.2];
+/**
+ * The token scale is a running mean of its first SCALE_WARM_SAMPLES reports, then an EWMA of weight
+ * SCALE_ALPHA. An EWMA alone, started from 1, needs ~45 reports to learn a tokenizer that makes 3×
+ * the estimate's tokens (a small vocabulary), and placement under KV pressure decides a fleet's first
+ * sessions from it: judged with a scale of 1, a fleet that is full looks as if it had room.
+ */
 const SCALE_ALPHA = 0.05;
+const SCALE_WARM_SAMPLES = 1 / SCALE_ALPHA;
 
 interface Fit {
   readonly theta: Float64Array;
@@ -51,6 +58,7 @@ export function createCostModel(prior: RoutingOptions['prior'], forgetting: numb
   const theta0 = [prior.fixedMs, prior.prefillMsPerToken * KTOK, prior.queueMsPerWaiting, prior.msPerRunning];
   const pMax = PRIOR_SD.map((sd) => sd * sd);
   let scale = 1;
+  let scaleSamples = 0;
   const x = new Float64Array(N);
   const px = new Float64Array(N);
 
@@ -127,7 +135,9 @@ export function createCostModel(prior: RoutingOptions['prior'], forgetting: numb
       if (!(estimated > 0 && reported > 0)) return;
       const ratio = reported / estimated;
       if (ratio < 0.1 || ratio > 10) return; // a different tokenizer world, or a broken report
-      scale = clamp(scale + SCALE_ALPHA * (ratio - scale), 0.25, 4);
+      scaleSamples++;
+      const alpha = Math.max(SCALE_ALPHA, 1 / scaleSamples);
+      scale = clamp(scale + alpha * (ratio - scale), 0.25, 4);
     },
 
     tokenScale: () => scale,

@@ -92,4 +92,16 @@ describe('cost model: learning', () => {
     assert.ok(Math.abs(m.tokenScale() - 1.5) < 0.01);
     assert.ok(m.estimate('r0', 1000, 0, 0) - prior.fixedMs > 1.45 * (before - prior.fixedMs));
   });
+
+  it('knows the token scale from the first reports, not after dozens (placement under pressure reads it at once)', () => {
+    const m = fresh();
+    m.observeTokens(600, 1900);
+    assert.ok(Math.abs(m.tokenScale() - 1900 / 600) < 0.01, `one report: ${m.tokenScale()}`);
+    for (let i = 0; i < 5; i++) m.observeTokens(1000, 3000);
+    assert.ok(m.tokenScale() > 3 && m.tokenScale() < 3.17, `six reports: ${m.tokenScale()}`);
+    // Past the first reports, one outlier moves it by the EWMA's weight only.
+    for (let i = 0; i < 50; i++) m.observeTokens(1000, 3000);
+    m.observeTokens(1000, 1000);
+    assert.ok(m.tokenScale() > 2.85, `after an outlier: ${m.tokenScale()}`);
+  });
 });
