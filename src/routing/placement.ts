@@ -9,7 +9,7 @@ import type { ReplicaWorkingSet } from './working-set.js';
  *   1. the agent's own replicas — its prompt is resident there (sessions of it active, or the
  *      prefix index holds it) — that have room for the session, under the load bounds: the agent
  *      stays together;
- *   2. else another replica where it fits: the fewest active sessions, then the most free cache
+ *   2. else another replica where it fits: the most free cache, then the fewest active sessions
  *      (an agent's first placement, or a spread because its replicas are full — `capacity` — or
  *      over the load bound — `spill`);
  *   3. nothing fits: the replica where it evicts least (its agent resident there needs no room
@@ -82,7 +82,10 @@ export function placeByCapacity(p: PlacementInput): Placement {
 
   const home = best((i) => resident(i) && room(i) && over(i) <= 0, fewerSessions);
   if (home >= 0) return { index: home, reason: 'placed' };
-  const elsewhere = best((i) => !resident(i) && room(i) && over(i) <= 0, fewerSessions);
+  // An agent new to a replica takes its prompt there: where the most cache is free, so replicas
+  // fill by tokens, not by session count (two small agents and one large are not three alike).
+  const moreRoom = (a: number, b: number) => over(a) < over(b) || (over(a) === over(b) && p.sets[a].sessions < p.sets[b].sessions);
+  const elsewhere = best((i) => !resident(i) && room(i) && over(i) <= 0, moreRoom);
   if (elsewhere >= 0) {
     let full = false;
     let busy = false;
@@ -93,7 +96,7 @@ export function placeByCapacity(p: PlacementInput): Placement {
     }
     return { index: elsewhere, reason: full ? 'capacity' : busy ? 'spill' : 'placed' };
   }
-  const least = best(room, (a, b) => over(a) < over(b) || (over(a) === over(b) && p.sets[a].sessions < p.sets[b].sessions));
+  const least = best(room, moreRoom);
   return { index: least, reason: 'capacity' };
 }
 

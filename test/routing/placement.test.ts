@@ -183,4 +183,25 @@ describe('working sets and the placement rule, on their own', () => {
     // r0: 900 + 200 − 1000 = 100 over; r1: 850 + 700 − 1000 = 550 over; r2: 650 over.
     assert.deepEqual(p, { index: 0, reason: 'capacity' });
   });
+
+  it('an agent new to the fleet goes where the most cache is free, not where the fewest sessions are', async () => {
+    const { placeByCapacity } = await import('../../src/routing/placement.js');
+    const set = (tokens: number, sessions: number, agents: [string, number][] = []) => ({ tokens, sessions, agents: new Map(agents) });
+    const p = placeByCapacity({
+      candidates: ['r0', 'r1'].map(view),
+      // r0: one session of a large agent; r1: two sessions of two small agents, more room left.
+      sets: [set(3000, 1, [['big', 2800]]), set(1800, 2, [['s1', 800], ['s2', 800]])],
+      capacity: [6000, 6000],
+      agent: { key: 'new', tokens: 1900 },
+      ownTokens: 100,
+      indexed: [false, false],
+      loadOk: [true, true],
+      homeLoadOk: [true, true],
+      fill: 0.9,
+      loadFactor: 2,
+      homeLoadFactor: 2,
+    });
+    // Fewest sessions would pick r0 (3000 + 2000 = 5000 of 5400); r1 keeps more room (3800 of 5400).
+    assert.deepEqual(p, { index: 1, reason: 'placed' });
+  });
 });
