@@ -36,6 +36,7 @@ export function zeroKnownSeries(metrics: Metrics) {
       for (const cause of EJECTION_CAUSES) metrics.ejections.inc({ replica: name, cause }, 0);
       for (const cause of COLD_REASONS) metrics.warmStateForgotten.inc({ replica: name, cause }, 0);
       for (const what of ['models', 'metrics']) metrics.scrapeErrors.inc({ replica: name, what }, 0);
+      for (const outcome of ['learned', 'unsupported', 'failed']) metrics.tokenRatioProbes.inc({ replica: name, outcome }, 0);
       metrics.clientAborts.inc({ replica: name }, 0);
       metrics.promptTokens.inc({ replica: name }, 0);
       metrics.cachedTokens.inc({ replica: name }, 0);

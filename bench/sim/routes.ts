@@ -5,6 +5,7 @@ import { errors, type HttpError } from './errors.js';
 import { parseFault, type Fault, type FaultKind } from './faults.js';
 import { serveGeneration, type GenContext } from './generate.js';
 import { randomHex } from './hash.js';
+import { pushText } from './tokenizer.js';
 import { parseChat, parseCompletion, type GenRequest } from './request.js';
 import { parseResponses } from './responses-request.js';
 
@@ -37,6 +38,20 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
     req.on('error', reject);
   });
+}
+
+/** vLLM's POST /tokenize for a plain prompt: its count under the simulator's tokenizer. */
+async function tokenize(deps: RouteDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let body: { prompt?: unknown };
+  try {
+    body = JSON.parse(await readBody(req)) as { prompt?: unknown };
+  } catch {
+    return sendError(res, errors.badRequest('Invalid JSON body'));
+  }
+  if (typeof body.prompt !== 'string') return sendError(res, errors.badRequest('prompt: a string is required'));
+  const tokens: number[] = [];
+  pushText(tokens, body.prompt);
+  send(res, 200, JSON.stringify({ count: tokens.length, max_model_len: deps.gen.cfg.maxModelLen, tokens, token_strs: null }));
 }
 
 function hold(deps: RouteDeps, res: ServerResponse): void {
@@ -173,6 +188,7 @@ export function createRequestHandler(deps: RouteDeps): (req: IncomingMessage, re
         if (method !== 'POST') return sendError(res, errors.methodNotAllowed());
         return generation(deps, req, res, parse);
       }
+      if (path === '/tokenize' && method === 'POST') return tokenize(deps, req, res);
       req.resume();
       const stored = STORED.exec(path);
       if (stored !== null) return storedResponse(deps, res, method, stored[1], stored[2]);

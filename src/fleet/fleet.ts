@@ -8,6 +8,7 @@ import type { Metrics } from '../telemetry/metrics.js';
 import { createDiscovery, type AddressResolver, type Discovery } from './discovery.js';
 import { createDrains, type Drains } from './drain.js';
 import { createHealth, type Health, type HealthOptions } from './health.js';
+import { createTokenRatioProbe } from './token-ratio.js';
 import { createHotPrefixes, type HotPrefixes } from './hot-prefixes.js';
 import { createKvStreams, type KvStreams } from './kv-events/streams.js';
 import { createLastPrompts, type LastPrompts } from './last-prompts.js';
@@ -76,11 +77,18 @@ export function createFleet(deps: {
     agent, stopping: stopping.signal, hot, health: () => health, metrics, log, options: config.warmup,
     homeSet: (name) => router.homeSet(name), capacityFill: () => config.routing.options.capacityFill,
   });
+  const probeTokenRatio = createTokenRatioProbe({
+    agent, metrics, log,
+    timeoutMs: () => config.health.probeTimeoutMs,
+    bytesPerToken: () => config.routing.identity.bytesPerToken,
+    observe: (estimated, reported) => router.tokenRatio(estimated, reported),
+  });
   health = createHealth({
     registry, agent, metrics, log,
     options: healthOptionsOf(config),
     forget: (name, cause, newProcessSince) => (cause === 'restart' && newProcessSince !== null ? router.replicaRestarted(name, newProcessSince) : router.forgetReplica(name)),
     warm: (r, reason) => void warmup.warm(r, reason),
+    modelsKnown: (r) => void probeTokenRatio(r),
   });
   const drains = createDrains({ registry, router, store, lastPrompts, agent, stopping: stopping.signal, metrics, log, options: config.handoff });
   const membership = createMembership({ registry, health, drains, router, metrics, log, drainMs: () => config.timeouts.drainMs, forgetAdmission: deps.forgetAdmission });

@@ -65,6 +65,8 @@ export interface HealthDeps {
   forget(replica: string, cause: ColdReason, newProcessSince: number | null): void;
   /** The replica comes back cold: warm it (fleet/warmup.ts) before it takes sessions. */
   warm?(r: ReplicaState, reason: ColdReason | 'join'): void;
+  /** The replica's models were read for the first time (its tokenizer can be asked now). */
+  modelsKnown?(r: ReplicaState): void;
 }
 
 /**
@@ -176,8 +178,10 @@ export function createHealth(deps: HealthDeps): Health {
       if (models.status !== 200) throw new Error(`GET /v1/models answered ${models.status}`);
       const data = (JSON.parse(models.text) as { data?: { id?: unknown }[] }).data ?? [];
       r.modelEntries = data;
+      const first = r.models === null;
       r.models = new Set(data.map((m) => m.id).filter((id): id is string => typeof id === 'string'));
       readable(r, 'models');
+      if (first) deps.modelsKnown?.(r);
     } catch (e) {
       unreadable(r, 'models', e as Error, 'cannot read /v1/models: the model filter keeps the last known list');
     }

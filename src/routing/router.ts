@@ -238,6 +238,8 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   return {
     strategy,
 
+    tokenRatio: (estimated, reported) => cost.observeTokens(estimated, reported),
+
     prefetch(identity) {
       const id = identity.storedResponseId;
       if (!composition.stateful || id === null) return null;

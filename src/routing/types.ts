@@ -171,6 +171,8 @@ export interface Router {
   replicaRestarted(replica: string, since: number): void;
   /** A replica left the fleet for good: forgotten as above, and its learned costs dropped too. */
   replicaLeft(replica: string): void;
+  /** The replica's tokenizer made `reported` tokens of a text estimated at `estimated`: the token scale learns it. */
+  tokenRatio(estimated: number, reported: number): void;
   /** The agents a replica will serve and whether the caches are under pressure (its warmup asks). */
   homeSet(replica: string): HomeSet;
   /** Routing state for /admin and gauges; cheap enough to call once per scrape, not per request. */

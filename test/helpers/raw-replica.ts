@@ -35,6 +35,8 @@ function probeAnswer(path: string): string | null {
   if (path === '/health') return rawResponse(200, [['content-length', '0']]);
   if (path === '/v1/models') return rawResponse(200, [['content-type', 'application/json'], ['content-length', String(MODELS.length)]], MODELS);
   if (path === '/metrics') return rawResponse(200, [['content-length', '0']]);
+  // The gateway's token-ratio probe: answered like a server without the endpoint, not counted.
+  if (path === '/tokenize') return rawResponse(404, [['content-length', '0']]);
   return null;
 }
 
