@@ -181,6 +181,7 @@ async function firehose(mb: number): Promise<{ url: string; written(): number; c
     if (req.url === '/health' || req.url === '/metrics') return void res.end();
     if (req.url === '/v1/models') return void res.end('{"object":"list","data":[{"id":"sim"}]}');
     req.resume();
+    if (req.url !== '/v1/chat/completions') return void res.writeHead(404).end();
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const total = mb * 1024 * 1024;
     const pump = () => {

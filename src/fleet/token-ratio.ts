@@ -46,8 +46,11 @@ export function createTokenRatioProbe(deps: TokenRatioDeps): (r: ReplicaState) =
         body: JSON.stringify({ model, prompt: RATIO_SAMPLE, add_special_tokens: false }),
         headersTimeout: timeoutMs, bodyTimeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs),
       });
-      const text = await res.body.text();
-      const count = res.statusCode === 200 ? (JSON.parse(text) as { count?: unknown }).count : undefined;
+      // Only a JSON answer is read: anything else (an error page, a server that streams whatever it
+      // is sent) is discarded without being buffered.
+      const json = res.statusCode === 200 && String(res.headers['content-type'] ?? '').startsWith('application/json');
+      if (!json) await res.body.dump({ limit: 0 });
+      const count = json ? (JSON.parse(await res.body.text()) as { count?: unknown }).count : undefined;
       if (typeof count !== 'number' || !(count > 0)) {
         deps.metrics.tokenRatioProbes.inc({ replica: r.name, outcome: 'unsupported' });
         deps.log.warn({ replica: r.name, status: res.statusCode }, 'no usable /tokenize on this replica: its token ratio is learnt from answers only, so the first sessions under KV pressure are placed with the estimate as it is');

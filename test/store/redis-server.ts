@@ -23,8 +23,9 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-async function accepting(port: number, deadline: number): Promise<void> {
+async function accepting(port: number, deadline: number, exited: () => boolean = () => false): Promise<void> {
   for (;;) {
+    if (exited()) throw new PortTaken(port);
     const ok = await new Promise<boolean>((r) => {
       const c = connect(port, '127.0.0.1', () => { c.destroy(); r(true); });
       c.on('error', () => r(false));
@@ -35,8 +36,13 @@ async function accepting(port: number, deadline: number): Promise<void> {
   }
 }
 
+/** redis-server exited before it accepted: another process took the port after freePort() saw it free. */
+class PortTaken extends Error {
+  constructor(port: number) { super(`redis-server exited at start: port ${port} taken`); }
+}
+
 export async function startRedis(): Promise<RedisChild> {
-  const port = await freePort();
+  let port = await freePort();
   let child: ChildProcess | null = null;
   const clients: Redis[] = [];
   const killNow = () => child?.kill('SIGKILL');
@@ -44,8 +50,9 @@ export async function startRedis(): Promise<RedisChild> {
   process.once('exit', killNow);
 
   async function start() {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    await accepting(port, Date.now() + 5_000);
+    const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    child = c;
+    await accepting(port, Date.now() + 5_000, () => c.exitCode !== null || c.signalCode !== null);
   }
   async function kill() {
     const c = child;
@@ -55,7 +62,16 @@ export async function startRedis(): Promise<RedisChild> {
     await exited;
     child = null;
   }
-  await start();
+  // The port freePort() found can be taken before redis-server binds it: another free port, a few times.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (e) {
+      if (!(e instanceof PortTaken) || attempt === 3) throw e;
+      port = await freePort();
+    }
+  }
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
