@@ -71,7 +71,9 @@ describe('DNS discovery (dns://name:port, a headless Service)', () => {
 
     let onNew = 0;
     for (let i = 0; i < 30; i++) if ((await turn(g, `new-${i}`)).replica === member(2)) onNew++;
-    assert.ok(onNew >= 4, `new sessions on the joined replica: ${onNew} of 30`);
+    // Rendezvous over names that carry a random port: the new replica's share of 30 keys is
+    // Binomial(30, 1/3). At least 2 fails a working gateway with p ≈ 1e-4 (at least 4 did with p ≈ 0.3%).
+    assert.ok(onNew >= 2, `new sessions on the joined replica: ${onNew} of 30`);
     // The new replica's first session turns are warm for the shared prompt.
     const firstReal = pods[2].requests().find((r) => r.completionTokens !== 1);
     assert.ok(firstReal && firstReal.cachedTokens >= warm[0].promptTokens - 16, 'warmup made the shared prefix a hit');
