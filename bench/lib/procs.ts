@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 
@@ -126,4 +128,90 @@ export async function startChildLines(cmd: string, args: string[], match: RegExp
     throw e;
   }
   return { ...child, lines };
+}
+
+/** The pids of a process and every process in its group, read from /proc; null where /proc cannot be read. */
+function groupProcesses(pid: number): { pid: number; stat: string[] }[] | null {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return null;
+  }
+  const out: { pid: number; stat: string[] }[] = [];
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    // The command name is in parentheses and may hold spaces: the fields after it are fixed.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(e) === pid || Number(f[2]) === pid) out.push({ pid: Number(e), stat: f });
+  }
+  return out;
+}
+
+/**
+ * CPU seconds (user + system) used so far by a process and every process in its group, from
+ * /proc; null where /proc cannot be read (not Linux). Comparing routers on one 2-core machine, a
+ * router's CPU is taken from the replicas it routes to: this says how much.
+ */
+export function groupCpuSeconds(pid: number): number | null {
+  const procs = groupProcesses(pid);
+  if (procs === null || procs.length === 0) return null;
+  let ticks = 0;
+  for (const p of procs) ticks += Number(p.stat[11]) + Number(p.stat[12]);
+  return ticks / CLOCK_TICKS;
+}
+
+/** USER_HZ, the unit of /proc's times: 100 on x86 and arm Linux (getconf CLK_TCK). */
+const CLOCK_TICKS = 100;
+
+/**
+ * Sets the CPU priority of every thread of every process in a group, and of the group's session
+ * where the kernel schedules by autogroup (/proc/sys/kernel/sched_autogroup_enabled: then CPU is
+ * shared between sessions first, and a thread's own nice only counts within its session).
+ * Threads and processes started later inherit it. Best effort: says how many threads took it,
+ * and whether the session did.
+ */
+export function setGroupNice(pid: number, nice: number): { threads: number; session: boolean } {
+  let done = 0;
+  let session = false;
+  try {
+    writeFileSync(`/proc/${pid}/autogroup`, String(nice));
+    session = true;
+  } catch { /* no autogroups here, or not allowed to set them */ }
+  for (const p of groupProcesses(pid) ?? []) {
+    let tids: string[];
+    try {
+      tids = readdirSync(`/proc/${p.pid}/task`);
+    } catch {
+      continue;
+    }
+    for (const t of tids) {
+      try {
+        setPriority(Number(t), nice);
+        done++;
+      } catch { /* gone meanwhile */ }
+    }
+  }
+  return { threads: done, session };
+}
+
+/** A process's CPU priority as the scheduler sees it: its session's autogroup nice where autogroups are on, else its own; null if unknown. */
+export function effectiveNice(pid: number): number | null {
+  try {
+    if (readFileSync('/proc/sys/kernel/sched_autogroup_enabled', 'utf8').trim() === '1') {
+      const m = /nice (-?\d+)/.exec(readFileSync(`/proc/${pid}/autogroup`, 'utf8'));
+      if (m) return Number(m[1]);
+    }
+  } catch { /* not Linux, or no autogroups */ }
+  try {
+    return getPriority(pid);
+  } catch {
+    return null;
+  }
 }

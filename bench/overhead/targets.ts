@@ -27,7 +27,7 @@ export async function waitForPort(port: number, timeoutMs = 10_000): Promise<voi
 
 export async function startUpstream(): Promise<Target> {
   const port = await freePort();
-  const child = await startChild(process.execPath, [...TSX, 'bench/overhead/upstream.ts', '--port', String(port)], /listening/);
+  const child = await startChild(process.execPath, [...TSX, 'bench/overhead/upstream.ts', '--port', String(port)], /listening/, { group: true });
   return { name: 'direct', url: `http://127.0.0.1:${port}`, child };
 }
 
@@ -55,8 +55,11 @@ function newestSource(dir: string): number {
 /** `upstream` '' = the upstreams come from a --config file in `extra`. */
 export async function startWarmroute(upstream: string, extra: string[] = [], entry?: string, name = 'warmroute'): Promise<Target> {
   const [port, admin] = [await freePort(), await freePort()];
-  // Readiness from the port, not a log line: the log level is the caller's choice.
-  const child = await startChild(process.execPath, [...(entry ? [entry] : gatewayEntry()), 'serve', ...(upstream ? ['--upstream', upstream] : []), '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), ...extra], null);
+  // Readiness from the port, not a log line: the log level is the caller's choice. A session of
+  // its own (group), as every peer router and replica has: where the kernel schedules by autogroup
+  // (/proc/sys/kernel/sched_autogroup_enabled), CPU is shared between sessions, and a gateway left
+  // in the bench's session would split one share with the load generator while a peer had a whole one.
+  const child = await startChild(process.execPath, [...(entry ? [entry] : gatewayEntry()), 'serve', ...(upstream ? ['--upstream', upstream] : []), '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), ...extra], null, { group: true });
   await waitForPort(admin, 20_000);
   return { name, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${admin}`, child };
 }
@@ -65,7 +68,7 @@ export const startNaive = (upstream: string) => startScript('fastify+reply-from'
 
 async function startScript(name: string, script: string, upstream: string): Promise<Target> {
   const port = await freePort();
-  const child = await startChild(process.execPath, [...TSX, script, '--port', String(port), '--upstream', upstream], /listening/);
+  const child = await startChild(process.execPath, [...TSX, script, '--port', String(port), '--upstream', upstream], /listening/, { group: true });
   return { name, url: `http://127.0.0.1:${port}`, child };
 }
 
@@ -119,7 +122,8 @@ http {
 }
 `);
   const { spawn } = await import('node:child_process');
-  const proc = spawn(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'ignore' });
+  // A session of its own, as the gateway's (see startWarmroute).
+  const proc = spawn(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'ignore', detached: true });
   process.on('exit', () => proc.kill('SIGKILL'));
   await waitForPort(port);
   return {

@@ -9,8 +9,9 @@ import { plannedRequests, runStrategy, type TurnRecord } from '../voice/run.js';
 import { summarize, type StrategySummary } from '../voice/summary.js';
 import { warmReplicas } from '../voice/warmup.js';
 import { buildWorkload, type SessionPlan, type Workload, type WorkloadOptions } from '../voice/workload.js';
-import type { GatewayMetrics } from '../voice/fleet.js';
-import type { PeerFleet } from './fleet.js';
+import type { GatewayMetrics, GatewayTimes } from '../voice/fleet.js';
+import { groupCpuSeconds } from '../lib/procs.js';
+import type { EngineTimes, PeerFleet, PhaseTotal } from './fleet.js';
 import { addedFrom, probeAddedLatency, type AddedLatency } from './probe.js';
 import type { PeerStrategy, RunningRouter } from './strategies.js';
 
@@ -43,6 +44,16 @@ export interface PeerSummary extends StrategySummary {
   salted: boolean;
   /** Each replica's share of the prompt tokens sent during the run (its own counter), fleet order. */
   replicaShare: number[];
+  /** Means of what the replicas measured of the same requests (ms); null for a phase not exported. */
+  engine: { ttftMs: number | null; queueMs: number | null; prefillMs: number | null };
+  /** The router's CPU time (its process group) per request during the runs; null where not measurable. */
+  routerCpuMsPerRequest: number | null;
+  /**
+   * warmroute's own clock over the runs (means, ms): its TTFT (request in → first token bytes
+   * written to the client) and each hop; null for a peer. Set against the client's TTFT and the
+   * replica's, they place the time outside the engine on one side of the gateway or the other.
+   */
+  gatewayMeansMs: { ttft: number | null; hops: Record<string, number> } | null;
 }
 
 export type PeerRecord = TurnRecord & { round?: number };
@@ -110,6 +121,10 @@ interface Tally {
   gateway: GatewayMetrics | null;
   salted: boolean;
   perReplica: number[];
+  engine: EngineTimes;
+  /** Router CPU seconds over the runs; null once any run could not measure it. */
+  cpuS: number | null;
+  gatewayTimes: GatewayTimes | null;
 }
 
 /** Round r visits the routers starting at the r-th: none always runs first, or last, on a busy machine. */
@@ -174,18 +189,27 @@ export async function runPeers(fleet: PeerFleet, o: PeersOptions, progress: (lin
       const probe = await probeAddedLatency(router, fleet.urls, fleet.model, o.probeN);
       const before = await fleet.prefixCounters();
       const byReplicaBefore = await fleet.queriesByReplica();
+      const engineBefore = await fleet.engineTimes();
+      const cpuBefore = router.pid === null ? null : groupCpuSeconds(router.pid);
+      const timesBefore = await router.times();
       const run = await runStrategy({
         url: router.url, strategy: s.name, workload: w, adjust: adjuster(s, router, fleet.model, o),
         maxDurationMs: o.maxDurationS * 1000, requestTimeoutMs: timeoutMs,
         onProgress: (p) => progress(`${tag} ${p.done}/${p.total} requests, ${p.inflight} in flight, ${(p.elapsedMs / 1000).toFixed(0)} s`),
       });
+      const cpuAfter = router.pid === null ? null : groupCpuSeconds(router.pid);
+      const timesAfter = await router.times();
       const after = await fleet.prefixCounters();
+      const engineAfter = await fleet.engineTimes();
       const byReplica = (await fleet.queriesByReplica()).map((q, i) => q - byReplicaBefore[i]);
       const died = router.died();
       if (died) throw new Error(`${s.label}: ${died}`);
       if (byReplica.some((q) => q < 0)) throw new FleetChanged('a replica restarted during the run (its counters went back)');
       for (const r of run.records) (r as PeerRecord).round = round;
-      const t = tallies.get(s.name) ?? { records: [], queries: 0, hits: 0, durationMs: 0, truncated: false, direct: [], via: [], probeFailed: 0, gateway: null, salted: false, perReplica: fleet.urls.map(() => 0) };
+      const t = tallies.get(s.name) ?? {
+        records: [], queries: 0, hits: 0, durationMs: 0, truncated: false, direct: [], via: [], probeFailed: 0, gateway: null, salted: false,
+        perReplica: fleet.urls.map(() => 0), engine: noEngineTimes(), cpuS: 0, gatewayTimes: null,
+      };
       t.records.push(...run.records);
       t.queries += after.queries - before.queries;
       t.hits += after.hits - before.hits;
@@ -198,6 +222,12 @@ export async function runPeers(fleet: PeerFleet, o: PeersOptions, progress: (lin
       t.gateway = (await router.metrics()) ?? t.gateway;
       t.salted ||= !emptied;
       byReplica.forEach((q, i) => { t.perReplica[i] += q; });
+      for (const k of Object.keys(t.engine) as (keyof EngineTimes)[]) {
+        t.engine[k].sum += engineAfter[k].sum - engineBefore[k].sum;
+        t.engine[k].count += engineAfter[k].count - engineBefore[k].count;
+      }
+      if (timesBefore !== null && timesAfter !== null) t.gatewayTimes = addTimes(t.gatewayTimes, timesBefore, timesAfter);
+      t.cpuS = t.cpuS === null || cpuBefore === null || cpuAfter === null ? null : t.cpuS + (cpuAfter - cpuBefore);
       tallies.set(s.name, t);
     } finally {
       await router.stop();
@@ -215,7 +245,16 @@ export async function runPeers(fleet: PeerFleet, o: PeersOptions, progress: (lin
       budgetMs: o.budgetMs, counters: { queries: t.queries, hits: t.hits }, gateway: t.gateway, inflight: null,
     });
     const sum = t.perReplica.reduce((a, b) => a + b, 0);
-    summaries.push({ ...summary, label: s.label, added: addedFrom(t.direct, t.via, t.probeFailed), salted: t.salted, replicaShare: t.perReplica.map((q) => (sum ? q / sum : 0)) });
+    const mean = (p: PhaseTotal) => (p.count > 0 ? (p.sum / p.count) * 1000 : null);
+    summaries.push({
+      ...summary, label: s.label, added: addedFrom(t.direct, t.via, t.probeFailed), salted: t.salted, replicaShare: t.perReplica.map((q) => (sum ? q / sum : 0)),
+      engine: { ttftMs: mean(t.engine.ttft), queueMs: mean(t.engine.queue), prefillMs: mean(t.engine.prefill) },
+      routerCpuMsPerRequest: t.cpuS === null || t.records.length === 0 ? null : (t.cpuS * 1000) / t.records.length,
+      gatewayMeansMs: t.gatewayTimes === null ? null : {
+        ttft: mean(t.gatewayTimes.ttft),
+        hops: Object.fromEntries(Object.entries(t.gatewayTimes.hops).flatMap(([h, p]) => { const m = mean(p); return m === null ? [] : [[h, m]]; })),
+      },
+    });
   }
   const { strategies, workload, ...rest } = o;
   return {
@@ -230,4 +269,22 @@ export async function runPeers(fleet: PeerFleet, o: PeersOptions, progress: (lin
     records,
     wallMs: performance.now() - t0,
   };
+}
+
+function noEngineTimes(): EngineTimes {
+  return { ttft: { sum: 0, count: 0 }, queue: { sum: 0, count: 0 }, prefill: { sum: 0, count: 0 } };
+}
+
+/** `into` plus what one run added (after − before). */
+function addTimes(into: GatewayTimes | null, before: GatewayTimes, after: GatewayTimes): GatewayTimes {
+  const out: GatewayTimes = into ?? { hops: {}, ttft: { sum: 0, count: 0 } };
+  for (const [h, a] of Object.entries(after.hops)) {
+    const b = before.hops[h] ?? { sum: 0, count: 0 };
+    const o = (out.hops[h] ??= { sum: 0, count: 0 });
+    o.sum += a.sum - b.sum;
+    o.count += a.count - b.count;
+  }
+  out.ttft.sum += after.ttft.sum - before.ttft.sum;
+  out.ttft.count += after.ttft.count - before.ttft.count;
+  return out;
 }

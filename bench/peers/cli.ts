@@ -178,7 +178,7 @@ async function main(): Promise<number> {
       probeN: num(a.probe, 'probe', 1, 1000) ?? preset.probeN,
       rounds: num(a.rounds, 'rounds', 1, 20) ?? preset.rounds,
       preset: preset.name,
-      fleetInfo: { versions: versions(), kvBlocks: preset.kvBlocks ?? null, capacityTokens, tokenRatio: preset.tokenRatio ?? 1 },
+      fleetInfo: { versions: versions(), kvBlocks: preset.kvBlocks ?? null, capacityTokens, tokenRatio: preset.tokenRatio ?? 1, replicaNice: fleet.replicaNice ?? null },
     };
     const result = await runPeers(fleet, opts, progress);
     progress.done();

@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { call } from '../lib/http.js';
+import { effectiveNice } from '../lib/procs.js';
 import { sumSamples } from '../lib/prom.js';
 import { startSimFleet, type PrefixCounters } from '../voice/fleet.js';
 import { MODEL } from '../voice/conversation.js';
@@ -25,6 +26,10 @@ export interface PeerFleet {
   prefixCounters(): Promise<PrefixCounters>;
   /** Prompt tokens each replica has been asked for so far (its vllm:prefix_cache_queries), in fleet order. */
   queriesByReplica(): Promise<number[]>;
+  /** The replicas' own request-phase histograms so far, summed over the fleet. */
+  engineTimes(): Promise<EngineTimes>;
+  /** The replicas' CPU priority as the scheduler sees it, when they are processes of this machine that say. */
+  replicaNice?: number | null;
   /** KV capacity per replica in tokens, from vllm:cache_config_info (null if not exported). */
   capacityTokens(): Promise<number | null>;
   /**
@@ -45,6 +50,35 @@ async function metricsTexts(urls: readonly string[]): Promise<string[]> {
 async function counters(urls: readonly string[]): Promise<PrefixCounters> {
   const texts = await metricsTexts(urls);
   return { queries: sumSamples(texts, 'vllm:prefix_cache_queries_total'), hits: sumSamples(texts, 'vllm:prefix_cache_hits_total') };
+}
+
+/** Sum (seconds) and count of one vLLM request-phase histogram. */
+export interface PhaseTotal {
+  sum: number;
+  count: number;
+}
+
+/**
+ * What the replicas themselves measured: TTFT from the request's arrival in the server, its time
+ * waiting for the scheduler, its prefill. Set against the client's TTFT through a router, they
+ * tell the engine's share of it from everything before and around the engine.
+ */
+export interface EngineTimes {
+  ttft: PhaseTotal;
+  queue: PhaseTotal;
+  prefill: PhaseTotal;
+}
+
+export const ENGINE_PHASES: Record<keyof EngineTimes, string> = {
+  ttft: 'vllm:time_to_first_token_seconds',
+  queue: 'vllm:request_queue_time_seconds',
+  prefill: 'vllm:request_prefill_time_seconds',
+};
+
+async function engineTimes(urls: readonly string[]): Promise<EngineTimes> {
+  const texts = await metricsTexts(urls);
+  const phase = (name: string): PhaseTotal => ({ sum: sumSamples(texts, `${name}_sum`), count: sumSamples(texts, `${name}_count`) });
+  return { ttft: phase(ENGINE_PHASES.ttft), queue: phase(ENGINE_PHASES.queue), prefill: phase(ENGINE_PHASES.prefill) };
 }
 
 async function queriesByReplica(urls: readonly string[]): Promise<number[]> {
@@ -104,6 +138,7 @@ function external(kind: 'vllm' | 'upstream', urls: string[], model: string): Pee
     reset: async () => (await Promise.all(urls.map(resetOne))).every(Boolean),
     prefixCounters: () => counters(urls),
     queriesByReplica: () => queriesByReplica(urls),
+    engineTimes: () => engineTimes(urls),
     capacityTokens: () => capacity(urls),
     stop: async () => { /* not ours */ },
   };
@@ -116,6 +151,7 @@ export async function simFleet(replicas: number, outputTokens: [number, number],
     reset: async () => { await f.reset(); return true; },
     prefixCounters: () => f.prefixCounters(),
     queriesByReplica: () => queriesByReplica(f.urls),
+    engineTimes: () => engineTimes(f.urls),
     capacityTokens: () => capacity(f.urls),
     tokenRatio: async () => 1,
     healthy: async () => (await Promise.all(f.urls.map(healthy))).every(Boolean),
@@ -126,7 +162,7 @@ export async function simFleet(replicas: number, outputTokens: [number, number],
 interface FleetFile {
   kind: string;
   model: string;
-  replicas: { name: string; url: string }[];
+  replicas: { name: string; url: string; pid?: number }[];
 }
 
 /** The real fleet, if its state file exists and every replica's /health answers; else why not. */
@@ -137,7 +173,8 @@ export async function vllmFleet(file = VLLM_FLEET_FILE): Promise<PeerFleet | str
   if (urls.length === 0) return `${file} lists no replicas`;
   const down = (await Promise.all(urls.map(async (u) => ((await healthy(u)) ? null : u)))).filter((u) => u !== null);
   if (down.length) return `replica(s) not healthy: ${down.join(', ')} (from ${file})`;
-  return external('vllm', urls, f.model);
+  const nices = f.replicas.map((r) => (r.pid === undefined ? null : effectiveNice(r.pid)));
+  return { ...external('vllm', urls, f.model), replicaNice: nices.every((n) => n !== null && n === nices[0]) ? nices[0] : null };
 }
 
 /** Replicas given by URL; the model is the first one the first replica lists. */

@@ -19,10 +19,12 @@ export interface Router {
   /** Why it is gone if it exited before stop() (and its last output), else null. */
   died(): string | null;
   stop(): Promise<void>;
+  /** Its process (a group leader when it starts others), for its CPU time; null when unknown. */
+  pid: number | null;
 }
 
 /** Keeps a child's last output, and notices an exit that stop() did not ask for. */
-function watch(child: Child, what: string): Router & { tail(): string } {
+function watch(child: Child, what: string): Omit<Router, 'pid'> & { tail(): string } {
   let tail = '';
   const keep = (d: Buffer) => { tail = (tail + d.toString()).slice(-3000); };
   child.proc.stdout?.on('data', keep);
@@ -48,7 +50,7 @@ function watch(child: Child, what: string): Router & { tail(): string } {
  * Ready once a request through the router reaches a replica: GET /v1/models answers 200. Bounded;
  * a router that never gets there is stopped and the run fails with its last output.
  */
-async function untilServing(r: Router & { tail(): string }, url: string, what: string, timeoutMs: number, headers: Record<string, string>): Promise<void> {
+async function untilServing(r: Omit<Router, 'pid'> & { tail(): string }, url: string, what: string, timeoutMs: number, headers: Record<string, string>): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const died = r.died();
@@ -77,7 +79,7 @@ async function startGroup(what: string, cmd: string, args: string[], env: NodeJS
   }
   const url = `http://127.0.0.1:${port}`;
   await untilServing(r, url, what, timeoutMs, headers);
-  return { url, headers, died: r.died, stop: r.stop };
+  return { url, headers, died: r.died, stop: r.stop, pid: child.proc.pid ?? null };
 }
 
 const venvBin = (name: string) => join(PEERS_VENV, 'bin', name);

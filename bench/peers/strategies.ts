@@ -3,12 +3,14 @@
 // header the router documents for stickiness, as its users would be told to; warmroute gets the
 // workload as it is (x-session-id, body prompt_cache_key, or no key).
 
-import { startGateway, gatewayMetrics, type GatewayMetrics } from '../voice/fleet.js';
+import { startGateway, gatewayMetrics, gatewayTimes, type GatewayMetrics, type GatewayTimes } from '../voice/fleet.js';
 import { startLitellm, startNginx, startSglang, startVllmRouter, type Router } from './routers.js';
 
 export interface RunningRouter extends Router {
   /** warmroute's own figures (its overhead histogram, route reasons); null for a peer. */
   metrics(): Promise<GatewayMetrics | null>;
+  /** warmroute's hop and TTFT histogram totals so far; null for a peer. */
+  times(): Promise<GatewayTimes | null>;
 }
 
 export interface PeerStrategy {
@@ -21,11 +23,11 @@ export interface PeerStrategy {
   start(workers: readonly string[], model: string): Promise<RunningRouter>;
 }
 
-const peer = (r: Router): RunningRouter => ({ ...r, metrics: async () => null });
+const peer = (r: Router): RunningRouter => ({ ...r, metrics: async () => null, times: async () => null });
 
 async function warmroute(workers: readonly string[], strategy: string): Promise<RunningRouter> {
   const g = await startGateway([...workers], strategy);
-  return { url: g.url, headers: {}, died: g.died, stop: g.stop, metrics: () => gatewayMetrics(g.adminUrl) };
+  return { url: g.url, headers: {}, died: g.died, stop: g.stop, pid: g.pid, metrics: () => gatewayMetrics(g.adminUrl), times: () => gatewayTimes(g.adminUrl) };
 }
 
 export const PEER_STRATEGIES: readonly PeerStrategy[] = [

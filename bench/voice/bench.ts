@@ -13,7 +13,8 @@ import { plannedRequests, runStrategy, type RunOptions, type StrategyRun, type T
 import { summarize, type StrategySummary } from './summary.js';
 import { underPressure, warmPlanned, warmReplicas, warmThroughGateway } from './warmup.js';
 import type { AgentKind } from './orchestrated.js';
-import { attachGatewayTurns, summarizeTurns, turnsConfig, type ClientTurn } from './turn-stats.js';
+import type { ClientTurn } from './orchestrated.js';
+import { attachGatewayTurns, summarizeTurns, turnsConfig } from './turn-stats.js';
 import type { Api } from './dialogue.js';
 import { buildWorkload, type WorkloadOptions } from './workload.js';
 

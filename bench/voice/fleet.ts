@@ -64,6 +64,7 @@ export interface Gateway {
   /** Why the gateway is gone if it exited before stop() (and its last output), else null. */
   died(): string | null;
   stop(): Promise<void>;
+  pid: number | null;
 }
 
 interface AdminReplicas {
@@ -110,7 +111,7 @@ export async function startGateway(urls: string[], strategy: string, more: strin
     await new Promise((res) => setTimeout(res, 100));
   }
   return {
-    url: t.url, adminUrl, died: () => died,
+    url: t.url, adminUrl, died: () => died, pid: proc.pid ?? null,
     stop: () => {
       stopping = true;
       return t.child!.stop();
@@ -137,6 +138,21 @@ export async function gatewayMetrics(adminUrls: string | readonly string[]): Pro
   };
   const decisions = Object.fromEntries(Object.entries(sumBy(texts, 'warmroute_route_decisions_total', 'reason')).filter(([, v]) => v > 0));
   return { overheadP50Ms: q(0.5), overheadP99Ms: q(0.99), decisions };
+}
+
+/** Sums (seconds) and counts of the gateway's hop histograms and its TTFT, for deltas over a run. */
+export interface GatewayTimes {
+  hops: Record<string, { sum: number; count: number }>;
+  ttft: { sum: number; count: number };
+}
+
+export async function gatewayTimes(adminUrl: string): Promise<GatewayTimes> {
+  const text = await (await call(`${adminUrl}/metrics`)).text();
+  const sums = sumBy(text, 'warmroute_hop_duration_seconds_sum', 'hop');
+  const counts = sumBy(text, 'warmroute_hop_duration_seconds_count', 'hop');
+  const hops: GatewayTimes['hops'] = {};
+  for (const h of Object.keys(counts)) hops[h] = { sum: sums[h] ?? 0, count: counts[h] };
+  return { hops, ttft: { sum: sumSamples(text, 'warmroute_ttft_seconds_sum'), count: sumSamples(text, 'warmroute_ttft_seconds_count') } };
 }
 
 export interface InflightSampler {

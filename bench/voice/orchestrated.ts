@@ -8,7 +8,6 @@ import { createRng } from '../sim/hash.js';
 import type { Exchange } from './client.js';
 import { MAX_TOKENS, requestOf, type ChatMessage } from './conversation.js';
 import type { Dialogue } from './dialogue.js';
-import type { ClientTurn } from './turn-stats.js';
 import type { GroupPlan, SessionPlan, Workload } from './workload.js';
 
 export const AGENTS = ['single', 'orchestrated'] as const;
@@ -17,6 +16,25 @@ export type AgentKind = (typeof AGENTS)[number];
 /** The calls an orchestrated turn may make before its answer, in the order it makes them. */
 export const PRE_CALLS = ['classify_intent', 'check_relevance', 'extract_location', 'extract_time', 'rewrite_query'] as const;
 export type PreCall = (typeof PRE_CALLS)[number];
+
+/** One caller turn as the client lived it. */
+export interface ClientTurn {
+  strategy: string;
+  session: number;
+  turn: number;
+  /** LLM calls it made (0: canned). */
+  calls: number;
+  /** Some of its calls ran at once. */
+  overlapped: boolean;
+  /** null: no call of it produced content (it failed). */
+  waitMs: number | null;
+  ok: boolean;
+  /** The key GET /admin/sessions/{key} knows the session by (session key, or its placement key when keyless). */
+  adminKey: string | null;
+  /** The gateway's figures for this turn, when it was read. */
+  gatewayWaitMs: number | null;
+  gatewayCalls: number | null;
+}
 
 /** Shares of turns: canned (no call), answered directly (1 call), orchestrated (2–6 calls). */
 export const ORCHESTRATION = { canned: 0.3, direct: 0.3 } as const;

@@ -8,8 +8,8 @@ import type { Agent } from 'node:http';
 import { keepAliveAgent, readChatEvent, streamExchange, type Exchange } from './client.js';
 import { dialogueOf, type Api, type DialogueRequest } from './dialogue.js';
 import type { SentRequest } from './ideal.js';
-import { callsPlan, driveTurn, preCallRequest, type AgentKind, type PreCall } from './orchestrated.js';
-import { adminKeyOf, type ClientTurn } from './turn-stats.js';
+import { DEFAULT_IDENTITY_OPTIONS, identify } from '../../src/identify/identity.js';
+import { callsPlan, driveTurn, preCallRequest, type AgentKind, type ClientTurn, type PreCall } from './orchestrated.js';
 import type { KeyMode, SessionPlan, Workload } from './workload.js';
 
 export interface TurnRecord {
@@ -40,6 +40,12 @@ export interface TurnRecord {
   toolCall: boolean;
   /** Filled in after the run by the ideal model (ideal.ts). */
   idealCachedTokens: number | null;
+}
+
+/** The key the gateway's admin view knows a session by: its key, or (keyless) its placement key. */
+function adminKeyOf(headers: Record<string, string>, body: Record<string, unknown>): string | null {
+  const id = identify('chat', body, headers, DEFAULT_IDENTITY_OPTIONS);
+  return id.sessionKey ?? id.placementKey;
 }
 
 export interface RunProgress {

@@ -3,28 +3,10 @@
 // measurement of the same turns (GET /admin/sessions/{key}, record/turns.ts), and the
 // distributions the field report asks for: mean, median, p90, p99 and turns over budget.
 
-import { DEFAULT_IDENTITY_OPTIONS, identify } from '../../src/identify/identity.js';
+import type { ClientTurn } from './orchestrated.js';
 import type { TurnRecord } from './run.js';
 import { mean, percentiles, type Percentiles } from './stats.js';
 
-/** One caller turn as the client lived it. */
-export interface ClientTurn {
-  strategy: string;
-  session: number;
-  turn: number;
-  /** LLM calls it made (0: canned). */
-  calls: number;
-  /** Some of its calls ran at once. */
-  overlapped: boolean;
-  /** null: no call of it produced content (it failed). */
-  waitMs: number | null;
-  ok: boolean;
-  /** The key GET /admin/sessions/{key} knows the session by (session key, or its placement key when keyless). */
-  adminKey: string | null;
-  /** The gateway's figures for this turn, when it was read. */
-  gatewayWaitMs: number | null;
-  gatewayCalls: number | null;
-}
 
 export interface Distribution extends Percentiles {
   mean: number | null;
@@ -73,11 +55,6 @@ export function summarizeTurns(turns: readonly ClientTurn[], records: readonly T
   };
 }
 
-/** The key the gateway's admin view knows a session by: its key, or (keyless) its placement key. */
-export function adminKeyOf(headers: Record<string, string>, body: Record<string, unknown>): string | null {
-  const id = identify('chat', body, headers, DEFAULT_IDENTITY_OPTIONS);
-  return id.sessionKey ?? id.placementKey;
-}
 
 /**
  * A config file for the bench's gateways: every turn of a session kept for the admin view, and

@@ -151,6 +151,32 @@ describe('affinity: keyless conversations', () => {
     assert.equal(send(chatIdentity(conv.messages(4))).reason, 'spill');
   });
 
+  it('the cooldown is shared: another gateway does not move a conversation that just came to its replica', () => {
+    // Two routers on one store, as two gateways on one Redis: A places the conversation, B serves
+    // its next turns. B's own move log knows nothing of it; the shared conversation record does.
+    let clock = 1_000_000;
+    const replicas = fleet(4);
+    const shared = store();
+    const options = { spillCooldownMs: 10_000, trafficHalfLifeMs: 1 };
+    const a = createRouter('affinity', { store: shared, now: () => clock, random: prng(5), options });
+    const b = createRouter('affinity', { store: shared, now: () => clock, random: prng(6), options });
+    // No TTFT reported: what the cost model has learned stays its prior, so only the cooldown decides.
+    const send = (router: Router, identity: RequestIdentity) => {
+      const d = router.route({ identity, replicas });
+      router.served(identity, { replica: d.ranked[0].name, result: 'ok', replicaTtftMs: null, promptTokens: null, cachedTokens: null });
+      return d;
+    };
+    const conv = conversation(SYSTEM, 4, prng(13));
+    const home = send(a, chatIdentity(conv.messages(1))).ranked[0].name;
+    // A momentary queue at home, the others idle: worth a move to the cost model once the cooldown is over.
+    byName(replicas, home).waiting = 12;
+    clock += 2_000;
+    const held = send(b, chatIdentity(conv.messages(2)));
+    assert.equal(held.ranked[0].name, home, `moved by the other gateway within the cooldown (${held.reason})`);
+    clock += 11_000;
+    assert.equal(send(b, chatIdentity(conv.messages(3))).reason, 'spill', 'past the cooldown the cost model may move it');
+  });
+
   it('new conversations avoid a replica carrying more than its share of recent traffic, with nothing in flight', () => {
     const { send, tick } = setup(4);
     // A busy keyed session keeps one replica well above its share of requests.

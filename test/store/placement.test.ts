@@ -89,13 +89,20 @@ describe('Redis Sentinel and Cluster', () => {
   let cluster: ClusterSetup;
   const viaSentinel = makeStores(() => sentinel.url, 'sn:');
   const viaCluster = makeStores(() => cluster.url, 'cl:');
+  // Whichever started is stopped, even when the other did not: a server left running keeps this
+  // file's process alive until the runner's timeout.
+  const started: { close(): Promise<void> }[] = [];
   before(async () => {
-    [sentinel, cluster] = await Promise.all([startSentinel(), startCluster()]);
+    const [s, c] = await Promise.allSettled([startSentinel(), startCluster()]);
+    for (const r of [s, c]) if (r.status === 'fulfilled') started.push(r.value);
+    if (s.status === 'rejected') throw s.reason;
+    if (c.status === 'rejected') throw c.reason;
+    [sentinel, cluster] = [s.value, c.value];
   });
   after(async () => {
     await viaSentinel.close();
     await viaCluster.close();
-    await Promise.allSettled([sentinel.close(), cluster.close()]);
+    await Promise.allSettled(started.map((x) => x.close()));
   });
 
   it('redis-sentinel://: the master is found through the sentinel and pins are shared', async () => {

@@ -31,7 +31,7 @@ async function accepting(port: number, deadline: number, exited: () => boolean =
       c.on('error', () => r(false));
     });
     if (ok) return;
-    if (Date.now() > deadline) throw new Error(`redis-server did not start on port ${port}`);
+    if (Date.now() > deadline) throw new NotAccepting(port);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -39,6 +39,11 @@ async function accepting(port: number, deadline: number, exited: () => boolean =
 /** redis-server exited before it accepted: another process took the port after freePort() saw it free. */
 class PortTaken extends Error {
   constructor(port: number) { super(`redis-server exited at start: port ${port} taken`); }
+}
+
+/** redis-server is running but did not accept on its port in time (seen once in a full `npm test`). */
+class NotAccepting extends Error {
+  constructor(port: number) { super(`redis-server did not start on port ${port}`); }
 }
 
 export async function startRedis(): Promise<RedisChild> {
@@ -52,7 +57,12 @@ export async function startRedis(): Promise<RedisChild> {
   async function start() {
     const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
     child = c;
-    await accepting(port, Date.now() + 5_000, () => c.exitCode !== null || c.signalCode !== null);
+    try {
+      await accepting(port, Date.now() + 5_000, () => c.exitCode !== null || c.signalCode !== null);
+    } catch (e) {
+      await kill();
+      throw e;
+    }
   }
   async function kill() {
     const c = child;
@@ -62,13 +72,14 @@ export async function startRedis(): Promise<RedisChild> {
     await exited;
     child = null;
   }
-  // The port freePort() found can be taken before redis-server binds it: another free port, a few times.
+  // The port freePort() found can be taken before redis-server binds it, or the server may not
+  // accept in time: another free port, a few times.
   for (let attempt = 1; ; attempt++) {
     try {
       await start();
       break;
     } catch (e) {
-      if (!(e instanceof PortTaken) || attempt === 3) throw e;
+      if (!(e instanceof PortTaken || e instanceof NotAccepting) || attempt === 3) throw e;
       port = await freePort();
     }
   }

@@ -30,7 +30,12 @@ export async function startSentinel(): Promise<SentinelSetup> {
   const conf = join(mkdtempSync(join(tmpdir(), 'wr-sentinel-')), 'sentinel.conf');
   writeFileSync(conf, `port ${port}\nbind 127.0.0.1\nsentinel monitor wr 127.0.0.1 ${master.port} 1\nsentinel down-after-milliseconds wr 5000\n`);
   const s = child([conf, '--sentinel']);
-  await waitFor('the sentinel', () => answers(port), 5_000);
+  try {
+    await waitFor('the sentinel', () => answers(port), 5_000);
+  } catch (e) {
+    await Promise.allSettled([stop(s), master.kill()]);
+    throw e;
+  }
   return { master, url: `redis-sentinel://127.0.0.1:${port}/wr`, async close() { await stop(s); await master.kill(); } };
 }
 

@@ -184,6 +184,17 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
     });
   }
 
+  /**
+   * When a keyless conversation came to `replica`: this gateway's own move log, or the shared
+   * conversation record when another gateway served it there. Without the shared record, a
+   * conversation cooling down on the gateway that placed it could be moved by any other.
+   */
+  function keylessArrival(placementKey: string | null, replica: string, conv: RouteContext['conversation']): number {
+    if (placementKey === null) return -Infinity;
+    const local = d.moves.since(placementKey, replica) ?? -Infinity;
+    return conv && conv.replica === replica ? Math.max(local, conv.since) : local;
+  }
+
   return {
     name: 'affinity',
     pick(ctx, candidates, scores) {
@@ -226,7 +237,7 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
         pinLost: (pin !== null && pinIdx < 0) || avoided,
         coolingDown: pin !== null
           ? pinIdx >= 0 && t - pin.since < o.spillCooldownMs
-          : home >= 0 && id.placementKey !== null && t - (d.moves.since(id.placementKey, candidates[home].name) ?? -Infinity) < o.spillCooldownMs,
+          : home >= 0 && t - keylessArrival(id.placementKey, candidates[home].name, conv) < o.spillCooldownMs,
         placementKey: id.sessionKey ?? id.placementKey,
         tieMs: o.tieMs,
         random: d.random,
