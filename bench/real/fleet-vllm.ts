@@ -21,8 +21,8 @@ export interface FleetState {
   replicas: ReplicaState[];
   startedAt: string;
   startupMs: number[];
-  /** The replicas' CPU priority (see REPLICA_NICE). */
-  nice: number;
+  /** The replicas' CPU priority (see REPLICA_NICE); absent in a state written before it was set. */
+  nice?: number;
 }
 
 /**
@@ -72,14 +72,19 @@ export async function stopFleet(): Promise<number> {
   return stopped;
 }
 
-/** Starts `count` replicas (in parallel) unless a healthy fleet of that size already runs. */
-export async function ensureFleet(count: number, nice = REPLICA_NICE): Promise<FleetState> {
+/**
+ * Starts `count` replicas (in parallel) unless a healthy fleet of that size already runs. `nice`:
+ * set it (on a running fleet too); absent, a running fleet keeps its own and a new one gets REPLICA_NICE.
+ */
+export async function ensureFleet(count: number, nice?: number): Promise<FleetState> {
   const running = readState();
   if (running && running.replicas.length === count && await allHealthy(running)) {
+    if (nice === undefined) return running;
     applyNice(running.replicas, nice);
     if (running.nice !== nice) writeState({ ...running, nice });
     return { ...running, nice };
   }
+  nice ??= REPLICA_NICE;
   if (running) await stopFleet();
   prepare();
   const t0 = Date.now();
@@ -117,7 +122,7 @@ export async function restartReplica(i: number): Promise<ReplicaState> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { replicas: { type: 'string', default: '2' }, nice: { type: 'string', default: String(REPLICA_NICE) }, stop: { type: 'boolean' }, restart: { type: 'string' } } });
+  const { values } = parseArgs({ options: { replicas: { type: 'string', default: '2' }, nice: { type: 'string' }, stop: { type: 'boolean' }, restart: { type: 'string' } } });
   if (values.stop) {
     console.log(`stopped ${await stopFleet()} replica process group(s)`);
     return;
@@ -129,14 +134,14 @@ async function main(): Promise<void> {
   }
   const count = Number(values.replicas);
   if (!Number.isInteger(count) || count < 1) throw new Error('--replicas must be a positive integer');
-  const nice = Number(values.nice);
-  if (!Number.isInteger(nice) || nice < -20 || nice > 19) throw new Error('--nice must be an integer from -20 to 19');
+  const nice = values.nice === undefined ? undefined : Number(values.nice);
+  if (nice !== undefined && (!Number.isInteger(nice) || nice < -20 || nice > 19)) throw new Error('--nice must be an integer from -20 to 19');
   const t0 = Date.now();
   const s = await ensureFleet(count, nice);
   const fresh = Date.now() - t0 > 5_000;
   for (const r of s.replicas) console.log(`${r.name} ${r.url} kv-events ${r.kvEvents?.endpoint} replay ${r.kvEvents?.replayEndpoint} pid ${r.pid}`);
   console.log(fresh ? `started ${count} replica(s); healthy after ${s.startupMs.map((m) => `${(m / 1000).toFixed(1)} s`).join(', ')}` : `already running (started ${s.startedAt})`);
-  console.log(`replicas at nice ${s.nice}; state: ${STATE_FILE}`);
+  console.log(`replicas at nice ${s.nice ?? '(not set by this script)'}; state: ${STATE_FILE}`);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
