@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { nginxConf, nginxDir } from '../lib/nginx.js';
 import { freePort, startChild, TSX, type Child } from '../lib/procs.js';
 
 export interface Target {
@@ -87,43 +87,14 @@ export function nginxPath(): string | null {
   return null;
 }
 
-/** nginx as the C reference: consistent hashing on the session header, keep-alive upstream, no buffering. */
+/** nginx as the C reference (bench/lib/nginx.ts): consistent hashing on x-session-id over the one upstream. */
 export async function startNginx(bin: string, upstream: string): Promise<Target> {
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'warmroute-nginx-'));
-  const up = new URL(upstream);
-  writeFileSync(join(dir, 'nginx.conf'), `
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
-  upstream vllm {
-    hash $http_x_session_id consistent;
-    server ${up.hostname}:${up.port};
-    keepalive 128;
-  }
-  server {
-    listen 127.0.0.1:${port};
-    client_max_body_size 16m;
-    location / {
-      proxy_pass http://vllm;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-    }
-  }
-}
-`);
+  const dir = nginxDir();
+  writeFileSync(join(dir, 'nginx.conf'), nginxConf({ dir, port, upstreams: [upstream], hashHeader: 'x-session-id' }));
   const { spawn } = await import('node:child_process');
   // A session of its own, as the gateway's (see startWarmroute).
-  const proc = spawn(bin, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: 'ignore', detached: true });
+  const proc = spawn(bin, ['-p', dir, '-c', join(dir, 'nginx.conf')], { stdio: 'ignore', detached: true });
   process.on('exit', () => proc.kill('SIGKILL'));
   await waitForPort(port);
   return {

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createProgress } from '../voice/progress.js';
-import { WORKLOAD_DEFAULTS, type WorkloadOptions } from '../voice/workload.js';
+import type { WorkloadOptions } from '../voice/workload.js';
 import { runPeers, type PeersOptions } from './bench.js';
 import { simFleet, upstreamFleet, vllmFleet, VLLM_FLEET_FILE, type PeerFleet } from './fleet.js';
 import { peersReport } from './markdown.js';

@@ -39,7 +39,7 @@ export function peersReport(r: PeersResult): string {
     `### bench:peers — ${r.params.preset}, ${r.when.slice(0, 10)}`,
     '',
     `Fleet: ${r.fleet.kind}, ${r.fleet.replicas.length} replicas of \`${r.fleet.model}\`${r.fleet.kvBlocks ? `, ${r.fleet.kvBlocks} KV blocks each` : ''}${r.fleet.capacityTokens ? ` (${r.fleet.capacityTokens} tokens of KV each)` : ''}. ` +
-      `Workload: ${w.sessions} sessions × ${w.turns} turns, ${w.groups} agents with ${w.systemTokens.join('–')}-token system prompts, ` +
+      `Workload: ${w.sessions} sessions × ${w.turns} turns, ${w.groups} agents with ${w.systemTokens.join('–')}-token system prompts${served}, ` +
       `${Math.round(w.keylessShare * 100)}% keyless, ${r.params.tools ? `tool turns ${Math.round(w.toolTurnShare * 100)}%` : 'no tools'}${r.params.maxTokens !== null ? `, answers ≤ ${r.params.maxTokens} tokens` : ''}. ` +
       `${r.params.rounds > 1 ? `${r.params.rounds} rounds, each router once a round in a rotated order, figures pooled. ` : ''}Machine: ${r.machine.cpus} × ${r.machine.cpu}.`,
     `Versions: ${Object.entries(versions).map(([k, v]) => `${k} ${v}`).join(', ')}.` +

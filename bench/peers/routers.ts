@@ -4,7 +4,8 @@
 // fair to it, is in docs/peers.md.
 
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { nginxConf, nginxDir } from '../lib/nginx.js';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startChild, type Child } from '../lib/procs.js';
@@ -146,50 +147,10 @@ export function nginxBinary(): string {
   return process.env.WARMROUTE_NGINX ?? '/usr/sbin/nginx';
 }
 
-/**
- * nginx as a platform team would put it in front of replicas for stickiness: `hash $http_HEADER
- * consistent` (ketama) over the replicas, HTTP/1.1 keep-alive upstream, no response buffering (so
- * the stream is not held back), one worker.
- */
+/** nginx as a platform team would put it in front of replicas for stickiness (bench/lib/nginx.ts). */
 export async function startNginx(workers: readonly string[], header: string): Promise<Router> {
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'warmroute-nginx-'));
-  // Started as root, nginx's worker runs as nobody: it must be able to reach its temp paths.
-  chmodSync(dir, 0o755);
-  const servers = workers.map((w) => `    server ${new URL(w).host} max_fails=0;`).join('\n');
-  const variable = `$http_${header.toLowerCase().replace(/-/g, '_')}`;
-  writeFileSync(join(dir, 'nginx.conf'), `
-daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path ${dir}/body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
-  upstream replicas {
-    hash ${variable} consistent;
-${servers}
-    keepalive 128;
-  }
-  server {
-    listen 127.0.0.1:${port};
-    client_max_body_size 64m;
-    # Chat bodies (a long history) stay in memory rather than going through a temp file.
-    client_body_buffer_size 16m;
-    location / {
-      proxy_pass http://replicas;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_buffering off;
-      proxy_read_timeout 600s;
-    }
-  }
-}
-`);
+  const dir = nginxDir();
+  writeFileSync(join(dir, 'nginx.conf'), nginxConf({ dir, port, upstreams: workers, hashHeader: header }));
   return startGroup('nginx', nginxBinary(), ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')], {}, 20_000, port);
 }

@@ -8,7 +8,7 @@
 import type { SimConfig } from './config.js';
 import { errors, validationError, type HttpError } from './errors.js';
 import { randomHex } from './hash.js';
-import { checkLength, common, isObj, maxTokensField, pickTool, type GenRequest, type ResponsesMeta } from './request.js';
+import { checkLength, common, isObj, maxTokensField, pickTool, type GenRequest } from './request.js';
 import type { ResponseStore } from './response-store.js';
 import { renderChat, type ChatMessage } from './tokenizer.js';
 

@@ -172,7 +172,7 @@ export function kernelXxh64(ptr: number, len: number, seed: bigint): bigint {
  * Chains `len` bytes at kernel offset 0 in blocks of `block`, starting from `seed`. Returns one
  * 16-hex-digit link per block, each a flat string of its own. Not slices of one hex string: V8
  * keeps a slice of 13 characters or more as a view of its parent, so one link kept in the prefix
- * index, a pin or the move log would hold the whole prompt's hex (9 KB for a 9K-token prompt).
+ * index or a pin would hold the whole prompt's hex (9 KB for a 9K-token prompt).
  * `String.fromCharCode` with 16 codes allocates exactly the 16 bytes; measured in
  * test/identify/link-memory.test.ts.
  */

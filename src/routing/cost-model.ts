@@ -39,13 +39,12 @@ const KTOK = 1000;
 /** Prior standard deviations, in units of the measurement noise (~50 ms): how far the first observations may pull. */
 const PRIOR_SD = [0.7, 2, 1, 0.2];
 /**
- * The token scale is a running mean of its first SCALE_WARM_SAMPLES reports, then an EWMA of weight
- * SCALE_ALPHA. An EWMA alone, started from 1, needs ~45 reports to learn a tokenizer that makes 3×
+ * The token scale is a running mean of its first 1 / SCALE_ALPHA (20) reports, then an EWMA of
+ * weight SCALE_ALPHA: one update, the weight max(SCALE_ALPHA, 1 / reports). An EWMA alone, started from 1, needs ~45 reports to learn a tokenizer that makes 3×
  * the estimate's tokens (a small vocabulary), and placement under KV pressure decides a fleet's first
  * sessions from it: judged with a scale of 1, a fleet that is full looks as if it had room.
  */
 const SCALE_ALPHA = 0.05;
-const SCALE_WARM_SAMPLES = 1 / SCALE_ALPHA;
 
 interface Fit {
   readonly theta: Float64Array;

@@ -8,7 +8,6 @@ import { createBrokenSessions } from './broken-sessions.js';
 import { createCostModel } from './cost-model.js';
 import { createDriftWatch } from './drift.js';
 import { runningOf } from './load.js';
-import { createMoveLog } from './moves.js';
 import { resolveRoutingOptions, type RoutingOptionsInput } from './options.js';
 import { decide } from './pipeline.js';
 import { createKvResidency } from './kv-residency.js';
@@ -78,10 +77,11 @@ interface Seen {
 const NOTHING_WARM: ReadonlyMap<string, number> = new Map();
 
 /**
- * A strategy's composition (strategies.ts) run over what the router knows: session pins (the
- * store), which replica holds which prefix (prefix index), each replica's learned costs, recent
- * traffic, keyless moves, and sessions whose last response broke off. route() looks these up
- * once into a RouteContext for the filters, scorers and picker; served() is where they are learned.
+ * A strategy's composition (strategies.ts) run over what the router knows: session pins and
+ * keyless conversations' records (the store), which replica holds which prefix (prefix index),
+ * each replica's learned costs, recent traffic, and sessions whose last response broke off.
+ * route() looks these up once into a RouteContext for the filters, scorers and picker; served()
+ * is where they are learned.
  */
 export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const now = deps.now ?? Date.now;
@@ -91,7 +91,6 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const index = createPrefixIndex({ maxEntries: o.prefixMaxEntries, ttlMs: o.prefixTtlMs });
   const cost = createCostModel(o.prior, o.costForgetting);
   const traffic = createTraffic(o.trafficHalfLifeMs);
-  const moves = createMoveLog(MAX_REMEMBERED);
   const broken = createBrokenSessions(MAX_REMEMBERED, o.prefixTtlMs);
   const workingSet = createWorkingSet({ windowMs: o.workingSetWindowMs, maxSessions: MAX_REMEMBERED });
   // Each replica's KV capacity as last seen by route(), for the warmup's question (homeSet).
@@ -99,7 +98,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   // The agents a replica served when its cache was lost (restart, outage): its home set to warm.
   const lostHomes = new Map<string, string[]>();
   const pressure = { at: -Infinity };
-  let composition = compose(strategy, { options: o, cost, traffic, moves, random, workingSet, pressure });
+  let composition = compose(strategy, { options: o, cost, traffic, random, workingSet, pressure });
   const drift = createDriftWatch(MAX_REMEMBERED, MAX_DRIFT_LINKS);
   const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
   const stored = createStoredResponses(deps.responses?.store ?? createMemorySessionStore({ maxSessions: RESPONSES_DEFAULTS.maxRecords, ttlMs: RESPONSES_DEFAULTS.recordTtlMs }));
@@ -200,7 +199,6 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     index.forgetReplica(replica);
     residency.reset(replica);
     store.forgetReplica(replica);
-    moves.forgetReplica(replica);
     traffic.forget(replica);
   }
 
@@ -292,7 +290,6 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       traffic.served(outcome.replica, t);
       if (identity.sessionKey !== null) store.pin(identity.sessionKey, outcome.replica, identity.promptTokens, t);
       else if (identity.placementKey !== null) {
-        moves.served(identity.placementKey, outcome.replica, t);
         // Shared (through a shared store) so that another gateway serving the next turn finds it.
         store.pin(CONVERSATION_KEY + identity.placementKey, outcome.replica, identity.promptTokens, t);
       }
@@ -319,7 +316,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       // What was learned stays; the prefix index's bounds and the cost model's prior are fixed at start.
       o = resolveRoutingOptions(input);
       workingSet.setWindow(o.workingSetWindowMs);
-      composition = compose(strategy, { options: o, cost, traffic, moves, random, workingSet, pressure });
+      composition = compose(strategy, { options: o, cost, traffic, random, workingSet, pressure });
     },
     pinsByReplica: () => store.countsByReplica(now()),
     forgetReplica,

@@ -25,13 +25,19 @@ async function turn(g: TestGateway, a: number, session: string, user = `hello fr
 // matter of a session or two, and c = 1.25 would spread agents for load.
 const ROUTING = { strategy: 'affinity', options: { loadFactor: 2, hardCapFactor: 4 } };
 
+/** Four replicas of KV_BLOCKS blocks and a gateway over them; by default no probes or warmup in the way. */
+async function startPressured(
+  gateway: Record<string, unknown> = { health: { probeIntervalMs: 600_000 }, warmup: { enabled: false } },
+): Promise<{ fleet: SimFleet; g: TestGateway }> {
+  const fleet = await startFleet({ replicas: 4, kvBlocks: KV_BLOCKS, outputTokens: { min: 2, max: 2 } });
+  const g = await startGateway(fleet.urls, { routing: ROUTING, ...gateway });
+  return { fleet, g };
+}
+
 describe('capacity-aware placement under KV pressure (simulated replicas, real sockets)', () => {
   let fleet: SimFleet;
   let g: TestGateway;
-  before(async () => {
-    fleet = await startFleet({ replicas: 4, kvBlocks: KV_BLOCKS, outputTokens: { min: 2, max: 2 } });
-    g = await startGateway(fleet.urls, { routing: ROUTING, health: { probeIntervalMs: 600_000 }, warmup: { enabled: false } });
-  });
+  before(async () => ({ fleet, g } = await startPressured()));
   after(async () => {
     await g.close();
     await fleet.close();
@@ -69,10 +75,7 @@ describe('capacity-aware placement under KV pressure (simulated replicas, real s
 describe('a new session spills with reason capacity when its agent\'s replica is full', () => {
   let fleet: SimFleet;
   let g: TestGateway;
-  before(async () => {
-    fleet = await startFleet({ replicas: 4, kvBlocks: KV_BLOCKS, outputTokens: { min: 2, max: 2 } });
-    g = await startGateway(fleet.urls, { routing: ROUTING, health: { probeIntervalMs: 600_000 }, warmup: { enabled: false } });
-  });
+  before(async () => ({ fleet, g } = await startPressured()));
   after(async () => {
     await g.close();
     await fleet.close();
@@ -106,10 +109,7 @@ describe('a new session spills with reason capacity when its agent\'s replica is
 describe('warmup that fits: a replica that restarts under pressure gets its home set, not the fleet\'s hottest', () => {
   let fleet: SimFleet;
   let g: TestGateway;
-  before(async () => {
-    fleet = await startFleet({ replicas: 4, kvBlocks: KV_BLOCKS, outputTokens: { min: 2, max: 2 } });
-    g = await startGateway(fleet.urls, { routing: ROUTING, health: { probeIntervalMs: 600_000, statsIntervalMs: 0 }, warmup: { topK: 8, concurrency: 1 } });
-  });
+  before(async () => ({ fleet, g } = await startPressured({ health: { probeIntervalMs: 600_000, statsIntervalMs: 0 }, warmup: { topK: 8, concurrency: 1 } })));
   after(async () => {
     await g.close();
     await fleet.close();

@@ -1,10 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import pino from 'pino';
 import { startFleet, type SimFleet } from '../../bench/sim/index.js';
-import { resolveConfig } from '../../src/config/load.js';
-import { buildGateway, type Gateway } from '../../src/server.js';
+import type { Gateway } from '../../src/server.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { FAST } from '../sim/helpers.js';
 import { counterSum, startRedis, waitFor, type RedisChild } from './redis-server.js';
 
@@ -13,20 +12,12 @@ const MODEL = 'google/gemma-4-31B-it';
 describe('stored-response records shared between gateways through Redis', () => {
   let redis: RedisChild;
   let fleet: SimFleet;
-  const gateways: Gateway[] = [];
+  const gateways: TestGateway[] = [];
 
   async function start(shared: boolean): Promise<{ gw: Gateway; client: OpenAI }> {
-    const config = resolveConfig({
-      upstreams: fleet.urls.map((url) => ({ url })),
-      listen: { host: '127.0.0.1', port: 0 },
-      admin: { host: '127.0.0.1', port: 0 },
-      health: { probeIntervalMs: 200 }, outlier: { baseEjectionMs: 300 },
-      ...(shared ? { redis: { url: redis.url, keyPrefix: 'resp-e2e:' } } : {}),
-    });
-    const gw = buildGateway(config, { log: pino({ level: 'silent' }), defaultMetrics: false });
-    gateways.push(gw);
-    const { url } = await gw.listen();
-    return { gw, client: new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 }) };
+    const g = await startGateway(fleet.urls, shared ? { redis: { url: redis.url, keyPrefix: 'resp-e2e:' } } : {});
+    gateways.push(g);
+    return { gw: g.gw, client: new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'x', maxRetries: 0 }) };
   }
 
   before(async () => {

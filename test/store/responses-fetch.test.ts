@@ -7,10 +7,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import pino from 'pino';
 import { startFleet, type SimFleet } from '../../bench/sim/index.js';
-import { resolveConfig } from '../../src/config/load.js';
-import { buildGateway, type Gateway } from '../../src/server.js';
+import type { Gateway } from '../../src/server.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
 import { FAST } from '../sim/helpers.js';
 import { counterSum, startRedis, type RedisChild } from './redis-server.js';
 
@@ -19,21 +18,12 @@ const MODEL = 'google/gemma-4-31B-it';
 describe('stored-response follow-ups on a gateway without the record (issue 17 #3)', () => {
   let redis: RedisChild;
   let fleet: SimFleet;
-  const gateways: Gateway[] = [];
+  const gateways: TestGateway[] = [];
 
   async function start(responses: Record<string, unknown> = {}): Promise<{ gw: Gateway; client: OpenAI }> {
-    const config = resolveConfig({
-      upstreams: fleet.urls.map((url) => ({ url })),
-      listen: { host: '127.0.0.1', port: 0 },
-      admin: { host: '127.0.0.1', port: 0 },
-      health: { probeIntervalMs: 200 }, outlier: { baseEjectionMs: 300 },
-      redis: { url: redis.url, keyPrefix: 'fetch:' },
-      responses,
-    });
-    const gw = buildGateway(config, { log: pino({ level: 'silent' }), defaultMetrics: false });
-    gateways.push(gw);
-    const { url } = await gw.listen();
-    return { gw, client: new OpenAI({ baseURL: `${url}/v1`, apiKey: 'x', maxRetries: 0 }) };
+    const g = await startGateway(fleet.urls, { redis: { url: redis.url, keyPrefix: 'fetch:' }, responses });
+    gateways.push(g);
+    return { gw: g.gw, client: new OpenAI({ baseURL: `${g.url}/v1`, apiKey: 'x', maxRetries: 0 }) };
   }
 
   before(async () => {

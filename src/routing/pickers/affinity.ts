@@ -1,7 +1,6 @@
 import type { RoutingOptions } from '../../config/schema.js';
 import type { CostModel } from '../cost-model.js';
 import { runningOf } from '../load.js';
-import type { MoveLog } from '../moves.js';
 import { placeByCapacity, underPressure, type Placement } from '../placement.js';
 import { rendezvousRank } from '../rendezvous.js';
 import { trafficRoom, type Traffic } from '../traffic.js';
@@ -128,7 +127,6 @@ export interface AffinityPickerDeps {
   readonly options: RoutingOptions;
   readonly cost: CostModel;
   readonly traffic: Traffic;
-  readonly moves: MoveLog;
   readonly random: () => number;
   /** Each replica's estimated working set (the router keeps it). */
   readonly workingSet: WorkingSet;
@@ -184,17 +182,6 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
     });
   }
 
-  /**
-   * When a keyless conversation came to `replica`: this gateway's own move log, or the shared
-   * conversation record when another gateway served it there. Without the shared record, a
-   * conversation cooling down on the gateway that placed it could be moved by any other.
-   */
-  function keylessArrival(placementKey: string | null, replica: string, conv: RouteContext['conversation']): number {
-    if (placementKey === null) return -Infinity;
-    const local = d.moves.since(placementKey, replica) ?? -Infinity;
-    return conv && conv.replica === replica ? Math.max(local, conv.since) : local;
-  }
-
   return {
     name: 'affinity',
     pick(ctx, candidates, scores) {
@@ -237,7 +224,9 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
         pinLost: (pin !== null && pinIdx < 0) || avoided,
         coolingDown: pin !== null
           ? pinIdx >= 0 && t - pin.since < o.spillCooldownMs
-          : home >= 0 && t - keylessArrival(id.placementKey, candidates[home].name, conv) < o.spillCooldownMs,
+          // A keyless conversation's record is shared by every gateway (store), as a keyed pin is:
+          // its `since` is when it came to that replica, whichever gateway moved it.
+          : home >= 0 && conv != null && conv.replica === candidates[home].name && t - conv.since < o.spillCooldownMs,
         placementKey: id.sessionKey ?? id.placementKey,
         tieMs: o.tieMs,
         random: d.random,
