@@ -100,6 +100,11 @@ async function main(argv: string[]): Promise<number> {
       const { probeMain } = await import('./probe/index.js');
       return probeMain(rest);
     }
+    case 'healthcheck': {
+      // The container's HEALTHCHECK: /healthz of the admin port the serving process was given.
+      const { healthcheck } = await import('./healthcheck.js');
+      return healthcheck(rest);
+    }
     case undefined:
     case 'help':
     case '--help':
