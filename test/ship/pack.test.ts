@@ -7,10 +7,10 @@
 
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, cpSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { freePort } from '../../bench/lib/procs.js';
 import { waitFor } from '../helpers/wait.js';
@@ -25,14 +25,39 @@ function run(cmd: string, args: string[], cwd: string, timeout = 120_000) {
   return { code: r.status, out: `${r.stdout ?? ''}${r.stderr ?? ''}` };
 }
 
-/** What `npm pack` would pack, with dist/ compiled afresh by the package's own tsconfig (what `prepare` does), in a staging folder. */
-function stage(dir: string): void {
+/** Every file under `dir` (relative paths), for the freshness check below. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).map((e) => relative(dir, join(e.parentPath, e.name)));
+}
+
+/** Whether dist/ is what `prepare` builds from src/ now: a .js for every .ts, none older than any source. */
+function distIsFresh(): boolean {
+  const src = join(ROOT, 'src');
+  const dist = join(ROOT, 'dist');
+  if (!existsSync(dist)) return false;
+  const sources = filesUnder(src).filter((f) => f.endsWith('.ts'));
+  const built = new Set(filesUnder(dist));
+  if (!sources.every((f) => built.has(f.replace(/\.ts$/, '.js')))) return false;
+  const newestSource = Math.max(...sources.map((f) => statSync(join(src, f)).mtimeMs));
+  return [...built].every((f) => statSync(join(dist, f)).mtimeMs >= newestSource);
+}
+
+/**
+ * What `npm pack` would pack, in a staging folder: dist/ as `prepare` builds it (this checkout's,
+ * when it is fresh, as after `npm ci`; else compiled afresh by the package's own tsconfig).
+ */
+function stage(dir: string): string {
   copyFileSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
   for (const f of ['README.md', 'LICENSE']) if (existsSync(join(ROOT, f))) copyFileSync(join(ROOT, f), join(dir, f));
   for (const entry of pkg.files.filter((f) => f !== 'dist')) cpSync(join(ROOT, entry), join(dir, entry), { recursive: true });
+  if (distIsFresh()) {
+    cpSync(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true });
+    return "this checkout's dist/ (fresh)";
+  }
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   const r = run(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.json'), '--outDir', join(dir, 'dist')], ROOT);
   assert.equal(r.code, 0, `tsc: ${r.out}`);
+  return 'dist/ compiled afresh (this checkout\'s is older than src/)';
 }
 
 /** npm's placement of a tarball without a registry: node_modules/<name>, its dependencies beside it, its bin in .bin. */
@@ -59,11 +84,13 @@ describe('the package, from a tarball', () => {
   let installedBy = '';
   let gateway: ChildProcess | null = null;
 
+  let built = '';
+
   before(() => {
     work = mkdtempSync(join(tmpdir(), 'warmroute-pack-'));
     const staging = join(work, 'staging');
     mkdirSync(staging);
-    stage(staging);
+    built = stage(staging);
     // --ignore-scripts: dist/ is already compiled, and `prepare` would compile it again in place.
     const packed = run('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', work], staging);
     assert.equal(packed.code, 0, packed.out);
@@ -76,7 +103,8 @@ describe('the package, from a tarball', () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('holds dist/ with the bin and its shebang, the example config and package.json, and no sources or tests', () => {
+  it('holds dist/ with the bin and its shebang, the example config and package.json, and no sources or tests', (t) => {
+    t.diagnostic(`packed: ${built}`);
     const list = run('tar', ['tzf', tarball], work).out.split('\n').filter(Boolean);
     for (const f of ['package/package.json', 'package/config/warmroute.example.yaml', ...Object.values(pkg.bin).map((b) => `package/${b}`)]) {
       assert.ok(list.includes(f), `${f} is packed`);
