@@ -135,7 +135,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     evicted: (replica, source, links) => metrics.residencyEvictions.inc({ replica, source }, links),
     learned: (replica, outcome) => metrics.kvBlockMapping.inc({ replica, outcome }),
   };
-  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost, fetchMs: rc.fetchMs }, residency, kvMaxBlocks: config.kvEvents.maxBlocksPerReplica });
+  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost, fetchMs: rc.fetchMs }, residency, kvMaxBlocks: config.kvEvents.maxBlocks });
   // Read when a replica's connection pool is made, on its first request: a reload adds to it.
   const tls = tlsByOrigin(config.upstreams);
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tls });
