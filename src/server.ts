@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Agent } from 'undici';
-import { buildAdmin } from './admin/routes.js';
+import { buildAdmin, isLoopbackHost } from './admin/routes.js';
 import { deepFreeze, performanceWarnings } from './config/load.js';
 import type { ResolvedConfig } from './config/schema.js';
 import { createDataPlaneServer } from './edge/listener.js';
@@ -206,7 +206,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     drain(name: string) { const ok = fleet.drains.drain(name); if (ok) shared.set(name, true); return ok; },
     undrain(name: string) { const ok = fleet.drains.undrain(name); if (ok) shared.set(name, false); return ok; },
   };
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains, turns });
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, loopbackListener: isLoopbackHost(config.admin.host), drains, turns });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
   if (config.logging.sessionTagSecret === null) {
