@@ -201,6 +201,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const shared = config.redis.url === null ? null : createSharedDrains({
     url: config.redis.url, keyPrefix: config.redis.keyPrefix, metrics, log,
     apply: (name, d) => { if (d) fleet.drains.drain(name, 'shared', false); else fleet.drains.undrain(name); },
+    draining: (name) => registry.byName(name)?.draining ?? null,
   });
   const drains = shared === null ? fleet.drains : {
     drain(name: string) { const ok = fleet.drains.drain(name); if (ok) shared.set(name, true); return ok; },
