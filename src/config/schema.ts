@@ -313,7 +313,7 @@ export const ConfigSchema = Type.Object({
     medium: Type.String({ minLength: 1, default: 'GPU' }),
     /**
      * Engine blocks remembered over the whole fleet, least recently stored forgotten first
-     * whichever replica holds it: ≈ 57 B each (2,097,152 ≈ 120 MB at most, whatever the fleet's size).
+     * whichever replica holds it: ≈ 60 B each (2,097,152 ≈ 126 MB at most, whatever the fleet's size).
      */
     maxBlocks: Type.Integer({ minimum: 1, default: 2_097_152 }),
     /** A replay that has not ended by then counts as failed: the replica loses exactness until its stream is back in order. */

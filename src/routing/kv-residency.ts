@@ -23,8 +23,9 @@
  * Memory: one budget for the whole fleet, `maxBlocks` (kvEvents.maxBlocks), least recently stored
  * forgotten first whichever replica it is on (its links become estimates again: unmatched()). A
  * block is a slot in flat typed arrays, its hash a 64-bit fingerprint in two uint32 lanes (the
- * decoded key string is not kept), found through an open-addressing table of slot numbers: about
- * 57 B per block (measured in bench/kv-events.ts), against ~180 B for a Map of strings to objects.
+ * decoded key string is not kept), found through an open-addressing table of slot numbers: 60 B per block measured by
+ * `npm run bench:kv-events` (2,097,152 blocks over 256 replicas), against ~180 B for the Map of
+ * strings to objects it replaces.
  */
 
 import { createBlockSlab, NIL, type BlockSlab } from './kv-blocks.js';
