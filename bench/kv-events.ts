@@ -72,6 +72,8 @@ const outcome = { replica: 'r3', result: 'ok' as const, replicaTtftMs: 70, promp
 withEvents.served(id, outcome);
 without.served(id, outcome);
 
+const res = createKvResidency({ maxBlocks: 262_144, hooks: { lost: () => undefined, cleared: () => undefined } });
+res.setLive('r0', 0, true);
 const rows = [
   measure('identify chat 9K tokens / 20 messages', N, () => void identify('chat', chat, headers, DEFAULT_IDENTITY_OPTIONS)),
   measure('route(), 8 replicas, KV events off', N, () => void without.route({ identity: id, replicas })),
@@ -79,8 +81,7 @@ const rows = [
   measure('decode a real vLLM frame (16 blocks × 128 tokens)', N, () => void decodeFrame(real)),
   measure('decode a 9K-token BlockStored batch (562 blocks)', Math.min(N, 2000), () => void decodeBatch(storedPayload)),
   measure('apply that batch + learn the request (off the hot path)', Math.min(N, 2000), (i) => {
-    const res = createKvResidency({ maxBlocks: 262_144, hooks: { lost: () => undefined, cleared: () => undefined } });
-    res.setLive('r0', 0, true);
+    res.reset('r0');
     res.apply('r0', stored, i);
     res.learn('r0', id.chain, id.chainTokens, 9000, 0);
   }),

@@ -269,6 +269,8 @@ export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyH
     },
 
     setLive(replica, rank, live) {
+      // A stream closed after its replica left: nothing to bring back.
+      if (!live && byReplica.get(replica)?.streams[rank] === undefined) return [];
       const st = streamOf(replicaOf(replica), rank);
       st.live = live;
       return live ? [] : empty(st);

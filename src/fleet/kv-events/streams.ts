@@ -60,7 +60,7 @@ export function kvEndpointsOf(r: Pick<ReplicaState, 'url' | 'source'>, config: R
 export function createKvStreams(deps: { config: ResolvedConfig; replicas: () => readonly ReplicaState[]; router: Router; metrics: Metrics; log: Logger }): KvStreams {
   const { router, metrics: m, log } = deps;
   let config = deps.config;
-  const open = new Map<string, { subs: KvSubscriber[]; at: KvEndpoints; live: boolean[] }>();
+  const open = new Map<string, { subs: KvSubscriber[]; at: KvEndpoints }>();
   const errorWarning = throttle(60_000);
   const gapWarning = throttle(60_000);
   let timer: NodeJS.Timeout | null = null;
@@ -81,10 +81,9 @@ export function createKvStreams(deps: { config: ResolvedConfig; replicas: () => 
     },
     state(replica, rank, state, why) {
       m.kvStreamChanges.inc({ replica, state });
+      // 1 while every rank's stream is in sequence (each stream's sequence says; nothing kept here).
       const s = open.get(replica);
-      if (s !== undefined) s.live[rank] = state === 'live' || state === 'restarted';
-      // 1 while every rank's stream is in sequence.
-      m.kvStreamLive.set({ replica }, s !== undefined && s.live.every(Boolean) ? 1 : 0);
+      m.kvStreamLive.set({ replica }, s !== undefined && s.subs.length === s.at.dataParallelSize && s.subs.every((sub) => sub.state() === 'live') ? 1 : 0);
       if (state !== 'proving') router.kvStream(replica, state, rank);
       if (state === 'live' && why === 'first_batch') log.info({ replica, rank }, 'KV events: stream live, the links matched to its engine blocks are exact');
       else if (state === 'lost') log.warn({ replica, rank, why }, 'KV events: stream lost (a gap no replay filled); its matched links are forgotten, and it is not exact until it has proved itself in order again');
@@ -115,7 +114,7 @@ export function createKvStreams(deps: { config: ResolvedConfig; replicas: () => 
       if (had !== undefined && had.at.endpoint === at.endpoint && had.at.replayEndpoint === at.replayEndpoint && had.at.topic === at.topic && had.at.dataParallelSize === at.dataParallelSize) continue;
       if (had !== undefined) close(r.name, had);
       const k = config.kvEvents;
-      const entry = { subs: [] as KvSubscriber[], at, live: Array.from({ length: at.dataParallelSize }, () => false) };
+      const entry = { subs: [] as KvSubscriber[], at };
       open.set(r.name, entry);
       m.kvStreamLive.set({ replica: r.name }, 0);
       for (let rank = 0; rank < at.dataParallelSize; rank++) {
