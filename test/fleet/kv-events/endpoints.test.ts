@@ -20,4 +20,10 @@ test('KV event endpoints: per static upstream, or by the port convention for dns
   assert.equal(kvEndpointsOf({ url: 'http://10.1.2.3:8000', source: { upstream: 'pods', kind: 'dns' } }, off), null, 'no port: no KV events for dns upstreams');
   assert.equal(off.kvEvents.medium, 'GPU');
   assert.throws(() => resolveConfig({ upstreams: [{ url: 'http://h:1', kvEvents: { endpoint: 'http://h:5557' } }] }), /endpoint/);
+  const dp = resolveConfig({
+    upstreams: [{ url: 'http://h:1', name: 'x', kvEvents: { endpoint: 'tcp://h:5557', dataParallelSize: 4 } }, { url: 'dns://vllm.ns.svc:8000', name: 'pods' }],
+    kvEvents: { port: 5557, dataParallelSize: 2 },
+  });
+  assert.equal(kvEndpointsOf({ url: 'http://h:1', source: { upstream: 'x', kind: 'static' } }, dp)?.dataParallelSize, 4, 'per upstream');
+  assert.equal(kvEndpointsOf({ url: 'http://10.1.2.3:8000', source: { upstream: 'pods', kind: 'dns' } }, dp)?.dataParallelSize, 2, 'the top-level default');
 });

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import type { SimReplica } from '../../../bench/sim/index.js';
-import { PROVE_BATCHES } from '../../../src/fleet/kv-events/sequence.js';
 import { createKvSubscriber, type KvStreamObserver, type StreamState } from '../../../src/fleet/kv-events/subscriber.js';
 import type { KvEvent } from '../../../src/routing/kv-residency.js';
 import { FAST, postJson, replica } from '../../sim/helpers.js';
@@ -121,7 +120,7 @@ test('a gap with no replay socket loses exactness, then the stream is live again
     await chat(r, words(`more${i++}-`, 64));
     return false;
   }, 10_000);
-  assert.ok(i >= PROVE_BATCHES - 2, `live after ${i} more requests`);
+  assert.ok(i >= 1, 'not live again without more batches in order');
   assert.deepEqual(seen.replays, ['none']);
   assert.deepEqual(seen.states.at(-1), ['live', 'resynced']);
 });
