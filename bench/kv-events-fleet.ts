@@ -74,7 +74,7 @@ function fill(residency: ReturnType<typeof createKvResidency>, replicas: number)
 
 /**
  * CPU per block event, wire to residency, with the residency full at the default budget (every
- * new block evicts the fleet's least recently stored one). Frames are encoded before timing (the
+ * new block evicts the fleet's least recently used one). Frames are encoded before timing (the
  * publisher's work): per scheduler step 8 new blocks stored and 8 removed, all distinct.
  */
 export function cpuPerEvent(replicas = 256, steps = 48, warm = 8): { events: number; usPerEvent: number } {

@@ -312,8 +312,9 @@ export const ConfigSchema = Type.Object({
     /** The tier routing counts: GPU (what a prefill reads first); CPU is vLLM's offload tier. */
     medium: Type.String({ minLength: 1, default: 'GPU' }),
     /**
-     * Engine blocks remembered over the whole fleet, least recently stored forgotten first
-     * whichever replica holds it: ≈ 60 B each (2,097,152 ≈ 126 MB at most, whatever the fleet's size).
+     * Engine blocks remembered over the whole fleet, least recently used (stored, or ending a
+     * served prompt's link) forgotten first whichever replica holds it: ≈ 60 B each (2,097,152 ≈
+     * 126 MB at most, whatever the fleet's size).
      */
     maxBlocks: Type.Integer({ minimum: 1, default: 2_097_152 }),
     /** A replay that has not ended by then counts as failed: the replica loses exactness until its stream is back in order. */

@@ -1,6 +1,6 @@
 /**
  * Engine blocks as slots of flat typed arrays, for kv-residency.ts: the fleet's blocks in one
- * slab with one budget, least recently stored out first, and a block found by (stream, hash)
+ * slab with one budget, least recently used out first (touch()), and a block found by (stream, hash)
  * through an open-addressing table (linear probing, backward-shift deletion) of slot numbers.
  *
  * A hash is kept as a 64-bit fingerprint of its decoded key (two independent 32-bit FNV-1a lanes
@@ -27,7 +27,7 @@ export interface BlockSlab {
   readonly dPrev: Int32Array;
   readonly dNext: Int32Array;
   find(stream: number, key: string): number;
-  /** A new block; when the budget is full, the least recently stored one is evicted first (onEvict). */
+  /** A new block; when the budget is full, the least recently used one is evicted first (onEvict). */
   insert(stream: number, key: string, parent: string | null, depth: number, now: number): number;
   /** The block's parent's slot, if held. */
   parentSlot(s: number): number;

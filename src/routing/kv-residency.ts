@@ -20,8 +20,9 @@
  * Streams: a replica run data-parallel has one engine (cache, sequence) per rank, and two ranks
  * holding the same prefix publish the same block hash; a block is therefore one (stream, hash).
  *
- * Memory: one budget for the whole fleet, `maxBlocks` (kvEvents.maxBlocks), least recently stored
- * forgotten first whichever replica it is on (its links become estimates again: unmatched()). A
+ * Memory: one budget for the whole fleet, `maxBlocks` (kvEvents.maxBlocks), least recently used
+ * (stored, or ending a link of a served prompt) forgotten first whichever replica it is on (its
+ * links become estimates again: unmatched()). A
  * block is a slot in flat typed arrays, its hash a 64-bit fingerprint in two uint32 lanes (the
  * decoded key string is not kept), found through an open-addressing table of slot numbers: 60 B per block measured by
  * `npm run bench:kv-events` (2,097,152 blocks over 256 replicas), against ~180 B for the Map of
@@ -181,7 +182,7 @@ export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyH
     return links;
   }
 
-  // The budget's victim: the fleet's least recently stored block.
+  // The budget's victim: the fleet's least recently used block (stored, or touched by learn()).
   slab.onEvict = (s) => {
     const st = streams[slab.sid[s]] as Stream;
     const links = unmap(st.replica, s);
@@ -343,6 +344,8 @@ export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyH
         while (b !== NIL && slab.depth[b] > d) b = parentOf(b);
         if (b === NIL || slab.depth[b] !== d) break;
         const link = chain[i];
+        // A served prompt used this block: the budget keeps it as recently used.
+        slab.touch(b);
         const was = rb.linkBlock.get(link);
         if (was === b) continue;
         if (was !== undefined) {

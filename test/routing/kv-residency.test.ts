@@ -87,6 +87,18 @@ describe('KV residency: learning which engine blocks a request ended in', () => 
     assert.deepEqual(unmatched, ['l'], 'a budget drop is no eviction: the link is an estimate again');
   });
 
+  it('memory: a block a served prompt ended on counts as used; the budget takes older ones first', () => {
+    const unmatched: string[] = [];
+    const r = createKvResidency({ maxBlocks: 8, hooks: { lost: () => undefined, cleared: () => undefined, unmatched: (_r, links) => void unmatched.push(...links) } });
+    r.setLive('a', 0, true);
+    r.apply('a', [stored('x', 1, 4)], 1);
+    r.apply('b', [stored('y', 1, 4)], 2);
+    assert.equal(r.learn('a', ['l'], [16], 16, 1).reason, 'learned'); // x4, after y was stored
+    r.apply('b', [stored('z', 1, 3)], 4);
+    assert.deepEqual(r.stats('a'), { blocks: 1, links: 1 }, 'x1..x3 went, x4 (used) stayed');
+    assert.deepEqual(unmatched, []);
+  });
+
   it('data-parallel ranks: the same hash on two ranks is two blocks; a rank reset leaves the other', () => {
     const { r } = residency();
     r.apply('a', [stored('x', 1, 4)], 1, 0);
