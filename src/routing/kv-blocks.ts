@@ -218,3 +218,20 @@ export function createBlockSlab(maxBlocks: number): BlockSlab {
   rebuildTable();
   return self;
 }
+
+/**
+ * The block's parent, only while the lineage is consistent (one level up). A parent removed and
+ * stored again under another parent has another depth; following it could loop for ever (A's
+ * parent B, B's parent A), and these walks run on the event loop.
+ */
+export function parentOf(slab: BlockSlab, s: number): number {
+  const p = slab.parentSlot(s);
+  return p !== NIL && slab.depth[p] === slab.depth[s] - 1 ? p : NIL;
+}
+
+/** The ancestor of slot `s` at `depth` (the block itself at its own depth). */
+export function ancestor(slab: BlockSlab, s: number, depth: number): number {
+  let b = s;
+  while (b !== NIL && slab.depth[b] > depth) b = parentOf(slab, b);
+  return b !== NIL && slab.depth[b] === depth ? b : NIL;
+}

@@ -30,35 +30,10 @@
  */
 
 import { createBlockSlab, NIL, type BlockSlab } from './kv-blocks.js';
+import { learnBlocks } from './kv-learn.js';
 
-/** vLLM's KV cache events, decoded (src/fleet/kv-events/decode.ts reads them off the wire). */
-export type BlockKey = string;
-
-export interface BlockStored {
-  readonly type: 'stored';
-  readonly hashes: readonly BlockKey[];
-  readonly parent: BlockKey | null;
-  /**
-   * How many token ids the event carried (the ids themselves are not kept: routing learns blocks
-   * from their place in the chain, not their tokens); null when absent.
-   */
-  readonly tokenCount: number | null;
-  readonly blockSize: number | null;
-  /** "GPU", "CPU" (offload tier), ...; null from releases that had one tier only. */
-  readonly medium: string | null;
-}
-
-export interface BlockRemoved {
-  readonly type: 'removed';
-  readonly hashes: readonly BlockKey[];
-  readonly medium: string | null;
-}
-
-export interface AllBlocksCleared {
-  readonly type: 'cleared';
-}
-
-export type KvEvent = BlockStored | BlockRemoved | AllBlocksCleared;
+export type { AllBlocksCleared, BlockKey, BlockRemoved, BlockStored, KvEvent } from './kv-event-types.js';
+import type { KvEvent } from './kv-event-types.js';
 
 export interface KvResidencyHooks {
   /** The replica evicted the blocks these links ended on. */
@@ -98,7 +73,7 @@ export interface KvResidency {
 }
 
 /** One replica's rank: its own engine, cache and sequence. */
-interface Stream {
+export interface Stream {
   readonly id: number;
   readonly rank: number;
   readonly replica: ReplicaBlocks;
@@ -113,7 +88,7 @@ interface Stream {
   readonly byDepth: Map<number, number>;
 }
 
-interface ReplicaBlocks {
+export interface ReplicaBlocks {
   readonly name: string;
   readonly streams: (Stream | undefined)[];
   /** Link → the slot it is matched to. */
@@ -208,23 +183,6 @@ export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyH
     if (st.recentLen < RECENT) st.recentLen++;
   }
 
-  /**
-   * The block's parent, only while the lineage is consistent (one level up). A parent removed and
-   * stored again under another parent has another depth; following it could loop for ever (A's
-   * parent B, B's parent A), and these walks run on the event loop.
-   */
-  function parentOf(s: number): number {
-    const p = slab.parentSlot(s);
-    return p !== NIL && slab.depth[p] === slab.depth[s] - 1 ? p : NIL;
-  }
-
-  /** The ancestor of slot `s` at `depth` (the block itself at its own depth). */
-  function ancestor(s: number, depth: number): number {
-    let b = s;
-    while (b !== NIL && slab.depth[b] > depth) b = parentOf(b);
-    return b !== NIL && slab.depth[b] === depth ? b : NIL;
-  }
-
   function empty(st: Stream): string[] {
     const out: string[] = [];
     for (const head of [...st.byDepth.values()]) {
@@ -299,71 +257,7 @@ export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyH
 
     learn(replica, chain, chainTokens, promptTokens, sentAt) {
       const rb = byReplica.get(replica);
-      const live = rb === undefined ? [] : rb.streams.filter((st): st is Stream => st !== undefined && st.live && st.blockSize > 0);
-      if (rb === undefined || live.length === 0) return { learned: false, reason: 'unknown_replica' };
-      const n = chain.length;
-      // A Set: the ring may hold a slot more than once, and many blocks can share one depth.
-      const found = new Set<number>();
-      let anyDepth = false;
-      for (const st of live) {
-        const depth = Math.floor(promptTokens / st.blockSize);
-        if (depth === 0) continue;
-        anyDepth = true;
-        for (let i = 0; i < st.recentLen; i++) {
-          const s = st.recent[i];
-          if (slab.used(s) && slab.sid[s] === st.id && slab.depth[s] === depth && slab.storedAt[s] >= sentAt) found.add(s);
-        }
-      }
-      if (!anyDepth || n === 0) return { learned: false, reason: 'short' };
-      // The conversation's deepest link already mapped here tells which lineage is its own.
-      let anchor = NIL;
-      for (let i = n - 1; i >= 0 && anchor === NIL; i--) {
-        const s = rb.linkBlock.get(chain[i]);
-        if (s === undefined || !slab.used(s)) continue;
-        const st = streams[slab.sid[s]] as Stream;
-        if (st.live && slab.depth[s] > 0 && slab.depth[s] <= Math.floor(promptTokens / st.blockSize)) anchor = s;
-      }
-      const anchorDepth = anchor === NIL ? 0 : slab.depth[anchor];
-      let mine = anchor === NIL ? [...found] : [...found].filter((s) => slab.sid[s] === slab.sid[anchor] && ancestor(s, anchorDepth) === anchor);
-      // Nothing new stored (the whole prompt came from cache): the block at that depth of the
-      // conversation's own lineage, whenever it was stored.
-      if (mine.length === 0 && anchor !== NIL) {
-        const st = streams[slab.sid[anchor]] as Stream;
-        for (let s = st.byDepth.get(Math.floor(promptTokens / st.blockSize)) ?? NIL; s !== NIL; s = slab.dNext[s]) if (ancestor(s, anchorDepth) === anchor) mine.push(s);
-      }
-      if (mine.length === 0) return { learned: false, reason: 'none' };
-      if (mine.length > 1) return { learned: false, reason: 'ambiguous' };
-      // Links spread up the lineage by their share of the prompt (estimated tokens scaled to P).
-      const bs = (streams[slab.sid[mine[0]]] as Stream).blockSize;
-      const scale = promptTokens / chainTokens[n - 1];
-      let b = mine[0];
-      const matched: string[] = [];
-      for (let i = n - 1; i >= 0 && b !== NIL; i--) {
-        const d = Math.floor((chainTokens[i] * scale) / bs);
-        if (d <= 0) break;
-        while (b !== NIL && slab.depth[b] > d) b = parentOf(b);
-        if (b === NIL || slab.depth[b] !== d) break;
-        const link = chain[i];
-        // A served prompt used this block: the budget keeps it as recently used.
-        slab.touch(b);
-        const was = rb.linkBlock.get(link);
-        if (was === b) continue;
-        if (was !== undefined) {
-          const wl = slotLinks.get(was);
-          if (wl !== undefined) {
-            const rest = wl.filter((l) => l !== link);
-            if (rest.length > 0) slotLinks.set(was, rest);
-            else slotLinks.delete(was);
-          }
-        }
-        rb.linkBlock.set(link, b);
-        const at = slotLinks.get(b);
-        if (at === undefined) slotLinks.set(b, [link]);
-        else at.push(link);
-        matched.push(link);
-      }
-      if (matched.length > 0) hooks.matched?.(replica, matched);
-      return { learned: true, reason: 'learned' };
+      return rb === undefined ? { learned: false, reason: 'unknown_replica' } : learnBlocks({ slab, streams, slotLinks, matched: hooks.matched }, rb, chain, chainTokens, promptTokens, sentAt);
     },
 
     live(replica) {
