@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Agent } from 'undici';
-import { buildAdmin } from './admin/routes.js';
+import { buildAdmin, isLoopbackHost } from './admin/routes.js';
 import { deepFreeze, performanceWarnings } from './config/load.js';
 import type { ResolvedConfig } from './config/schema.js';
 import { createDataPlaneServer } from './edge/listener.js';
@@ -135,7 +135,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     evicted: (replica, source, links) => metrics.residencyEvictions.inc({ replica, source }, links),
     learned: (replica, outcome) => metrics.kvBlockMapping.inc({ replica, outcome }),
   };
-  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost, fetchMs: rc.fetchMs }, residency, kvMaxBlocks: config.kvEvents.maxBlocksPerReplica });
+  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost, fetchMs: rc.fetchMs }, residency, kvMaxBlocks: config.kvEvents.maxBlocks });
   // Read when a replica's connection pool is made, on its first request: a reload adds to it.
   const tls = tlsByOrigin(config.upstreams);
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tls });
@@ -201,12 +201,13 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const shared = config.redis.url === null ? null : createSharedDrains({
     url: config.redis.url, keyPrefix: config.redis.keyPrefix, metrics, log,
     apply: (name, d) => { if (d) fleet.drains.drain(name, 'shared', false); else fleet.drains.undrain(name); },
+    draining: (name) => registry.byName(name)?.draining ?? null,
   });
   const drains = shared === null ? fleet.drains : {
     drain(name: string) { const ok = fleet.drains.drain(name); if (ok) shared.set(name, true); return ok; },
     undrain(name: string) { const ok = fleet.drains.undrain(name); if (ok) shared.set(name, false); return ok; },
   };
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains, turns });
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, loopbackListener: isLoopbackHost(config.admin.host), drains, turns });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
   if (config.logging.sessionTagSecret === null) {
