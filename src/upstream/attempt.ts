@@ -5,7 +5,7 @@ import { createSplice } from '../stream/resume.js';
 import { createTap } from '../stream/tap.js';
 import { nowMs, serverTiming } from '../telemetry/hop-clock.js';
 import { ClientGone, RetryStatus } from './failures.js';
-import type { ForwardDeps, ForwardRequest, Outcome } from './forward.js';
+import type { ForwardDeps, ForwardRequest, Outcome } from './forward-request.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import type { ClientRelay } from './relay.js';
 import type { Tap } from '../stream/tap.js';
