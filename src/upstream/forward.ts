@@ -13,6 +13,7 @@ import { continuationBody, createResumeLog, createSplice, type ResumeLog } from 
 import { createTap, type FirstToken, type Tap, type Usage } from '../stream/tap.js';
 import { nowMs, serverTiming, type HopClock } from '../telemetry/hop-clock.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import type { RequestTrace } from '../telemetry/tracing/request-trace.js';
 import type { ExchangeOwner } from './exchange.js';
 import { ClientGone, failureOf, RetryStatus } from './failures.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
@@ -49,6 +50,8 @@ export interface ForwardRequest {
    * running past it says nothing of the replica's health.
    */
   readonly streamed: boolean;
+  /** Its spans (tracing on): each attempt gets a CLIENT span whose context goes to the replica. */
+  readonly trace?: RequestTrace | null;
 }
 
 /** How an exchange ended, for the access line, the metrics and the router. */
@@ -264,7 +267,7 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
       origin: r.origin,
       path: ex.target,
       method: ex.method,
-      headers: upstreamRequestHeaders(ex.req, r.apiKey, ex.stripAuthorization),
+      headers: upstreamRequestHeaders(ex.req, r.apiKey, ex.stripAuthorization, ex.trace?.attempt({ replica: r.name, origin: r.origin, index: i, resume: false }) ?? null),
       body: ex.body,
       headersTimeout: headersMs,
       bodyTimeout: config.timeouts.idleMs,
@@ -274,6 +277,7 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
   function failedBeforeResponse(r: ReplicaState, i: number, isLast: boolean, err: Error, headersMs: number) {
     const { cause, retry, down } = failureOf(err);
     out.upstreamError = err.message;
+    ex.trace?.attemptFailed(cause);
     if (down) deps.health.observe(r, 'connect', err.message);
     // A non-streamed generation that outlasts its bound is a long answer, not a sick replica.
     else if (cause === 'headers_timeout' && ex.streamed) deps.health.observe(r, 'timeout', err.message);
@@ -290,6 +294,7 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
   function failedMidStream(r: ReplicaState, i: number, err: Error) {
     const { cause } = failureOf(err);
     out.upstreamError = err.message;
+    ex.trace?.attemptFailed(cause);
     metrics.streamErrors.inc({ replica: r.name, cause });
     const e = errors.upstreamStream([r.name, cause === 'idle_timeout' ? `no data for ${config.timeouts.idleMs} ms` : cause === 'reset' ? 'connection lost' : cause.replaceAll('_', ' ')]);
     if (resumeLog !== null && !out.resumed) return resume(r, i, e);
@@ -346,7 +351,7 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
     out.attempts++;
     const splice = createSplice(originalId);
     let ok = false;
-    const headers = upstreamRequestHeaders(ex.req, r.apiKey, ex.stripAuthorization);
+    const headers = upstreamRequestHeaders(ex.req, r.apiKey, ex.stripAuthorization, ex.trace?.attempt({ replica: r.name, origin: r.origin, index: out.attempts - 1, resume: true }) ?? null);
     // A client may send JSON without a content type; the continuation's body is JSON the gateway wrote.
     if (ex.req.headers['content-type'] === undefined) headers.push('content-type', 'application/json');
     deps.agent.dispatch({
