@@ -418,6 +418,8 @@ export const ConfigSchema = Type.Object({
     protocol: Type.Union(TRACE_PROTOCOLS.map((p) => Type.Literal(p)), { default: 'http/protobuf' }),
     /** Sent with every export, e.g. a vendor's API key (OTEL_EXPORTER_OTLP_HEADERS). */
     headers: Type.Record(Type.String(), Type.String(), { default: {} }),
+    /** One export's bound, its retries included (OTEL_EXPORTER_OTLP_TIMEOUT): a collector that is down costs a batch this long. */
+    timeoutMs: Ms(10000),
     serviceName: Type.String({ minLength: 1, default: 'warmroute' }),
     resourceAttributes: Type.Record(Type.String(), Type.String(), { default: {} }),
     sampler: Type.Union(TRACE_SAMPLERS.map((p) => Type.Literal(p)), { default: 'parentbased_always_on' }),

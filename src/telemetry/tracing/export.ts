@@ -20,7 +20,7 @@ export type OnDropped = (reason: TraceDropReason, n: number, error?: Error) => v
 const OPEN_EXPORTS = 2;
 
 export function createOtlpExporter(s: TracingSettings): SpanExporter {
-  const opts = { url: s.url, headers: { ...s.headers }, concurrencyLimit: OPEN_EXPORTS };
+  const opts = { url: s.url, headers: { ...s.headers }, timeoutMillis: s.timeoutMs, concurrencyLimit: OPEN_EXPORTS };
   return s.protocol === 'http/json' ? new OtlpJsonExporter(opts) : new OtlpProtoExporter(opts);
 }
 

@@ -16,6 +16,8 @@ export interface TracingSettings {
   readonly url: string;
   readonly protocol: TraceProtocol;
   readonly headers: Readonly<Record<string, string>>;
+  /** One export's bound, retries included. */
+  readonly timeoutMs: number;
   readonly serviceName: string;
   readonly resourceAttributes: Readonly<Record<string, string>>;
   readonly sampler: SamplerName;
@@ -88,6 +90,8 @@ export function tracingSettings(file: TracingConfig, env: Env): TracingSettings 
   if (set(env.OTEL_EXPORTER_OTLP_HEADERS)) Object.assign(headers, parseKeyValues(env.OTEL_EXPORTER_OTLP_HEADERS, 'OTEL_EXPORTER_OTLP_HEADERS'));
   if (set(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS)) Object.assign(headers, parseKeyValues(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'));
 
+  const timeoutMs = count(env, set(env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT) ? 'OTEL_EXPORTER_OTLP_TRACES_TIMEOUT' : 'OTEL_EXPORTER_OTLP_TIMEOUT', file.timeoutMs, 1);
+
   const resourceAttributes = { ...file.resourceAttributes };
   if (set(env.OTEL_RESOURCE_ATTRIBUTES)) Object.assign(resourceAttributes, parseKeyValues(env.OTEL_RESOURCE_ATTRIBUTES, 'OTEL_RESOURCE_ATTRIBUTES'));
   // The spec's order: OTEL_SERVICE_NAME, then service.name in the resource attributes, then the default.
@@ -107,5 +111,5 @@ export function tracingSettings(file: TracingConfig, env: Env): TracingSettings 
     scheduledDelayMs: count(env, 'OTEL_BSP_SCHEDULE_DELAY', b.scheduledDelayMs, 0),
     exportTimeoutMs: count(env, 'OTEL_BSP_EXPORT_TIMEOUT', b.exportTimeoutMs, 1),
   };
-  return { url, protocol, headers, serviceName, resourceAttributes, sampler, samplerArg, batch };
+  return { url, protocol, headers, timeoutMs, serviceName, resourceAttributes, sampler, samplerArg, batch };
 }
