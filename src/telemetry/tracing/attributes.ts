@@ -32,7 +32,8 @@ export const A = {
   turnCall: 'warmroute.turn.call',
   ttftMs: 'warmroute.ttft_ms',
   overheadMs: 'warmroute.overhead_ms',
-  hop: 'warmroute.hop',
+  /** On each hop's event: the hop's duration in ms, as the histogram observed it. */
+  hopMs: 'warmroute.hop.duration_ms',
 } as const;
 
 /** gen_ai.operation.name by request kind: the Responses API is a chat too. */

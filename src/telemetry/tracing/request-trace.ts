@@ -118,13 +118,14 @@ export function beginRequestTrace(tracer: Tracer, links: TurnLinks, headers: Inc
         open = null;
       }
       if (!recording) return server.end(endTime);
+      // One event per hop, at the mark it begins with, carrying its duration: child spans would
+      // draw bars, but at several times the cost per request (each is a span of its own to sample,
+      // queue and encode), and the hops already tile the SERVER span end to end.
       const hops = hopsOf(clock);
-      const marks = [clock.received, clock.parsed, clock.routed, clock.admitted, clock.sent, clock.upstreamHeaders, clock.firstToken, clock.ended];
+      const marks = [clock.received, clock.parsed, clock.routed, clock.admitted, clock.sent, clock.upstreamHeaders, clock.firstToken];
       for (let i = 0; i < HOPS.length; i++) {
         const d = hops[HOPS[i]];
-        if (d === null) continue;
-        const hop = tracer.startSpan(`hop ${HOPS[i]}`, { startTime: epochMs(marks[i]), attributes: { [A.hop]: HOPS[i] } }, serverCtx);
-        hop.end(epochMs(marks[i] + d));
+        if (d !== null) server.addEvent(HOPS[i], { [A.hopMs]: d }, epochMs(marks[i]));
       }
       const op = f.kind === null ? undefined : OPERATION_OF[f.kind];
       server.updateName(f.reason !== null ? `${f.method} ${f.path}` : f.method);
