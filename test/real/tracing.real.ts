@@ -72,7 +72,7 @@ describe('real vLLM + Jaeger: one call, end to end', () => {
     for (const k of ['gen_ai.latency.time_in_queue', 'gen_ai.latency.time_in_model_prefill', 'gen_ai.latency.time_in_model_decode', 'gen_ai.latency.time_to_first_token']) {
       assert.equal(typeof tag(llm, k), 'number', `llm_request carries ${k}`);
     }
-    const gatewayTtft = Number(tag(server, 'warmroute.ttft_ms'));
+    const gatewayTtft = Number(tag(server, 'gen_ai.response.time_to_first_chunk')) * 1000;
     const vllmTtft = Number(tag(llm, 'gen_ai.latency.time_to_first_token')) * 1000;
     // The hops are events on the SERVER span (Jaeger's logs), each with its duration.
     const hopMs = (h: string) => Number(server.logs.find((l) => l.fields.some((f) => f.key === 'event' && f.value === h))?.fields.find((f) => f.key === 'warmroute.hop.duration_ms')?.value ?? 0);

@@ -7,7 +7,6 @@ export const A = {
   httpMethod: 'http.request.method',
   httpStatus: 'http.response.status_code',
   httpRoute: 'http.route',
-  urlPath: 'url.path',
   errorType: 'error.type',
   serverAddress: 'server.address',
   serverPort: 'server.port',
@@ -21,7 +20,6 @@ export const A = {
   routeReason: 'warmroute.route.reason',
   replica: 'warmroute.replica',
   predictedCached: 'warmroute.cached_tokens.predicted',
-  servedCached: 'warmroute.cached_tokens.served',
   queueWaitMs: 'warmroute.queue.wait_ms',
   attempts: 'warmroute.attempts',
   attempt: 'warmroute.attempt',
@@ -30,7 +28,6 @@ export const A = {
   session: 'warmroute.session',
   turn: 'warmroute.turn',
   turnCall: 'warmroute.turn.call',
-  ttftMs: 'warmroute.ttft_ms',
   overheadMs: 'warmroute.overhead_ms',
   /** On each hop's event: the hop's duration in ms, as the histogram observed it. */
   hopMs: 'warmroute.hop.duration_ms',

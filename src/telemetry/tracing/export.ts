@@ -14,13 +14,15 @@ export type TraceDropReason = (typeof TRACE_DROP_REASONS)[number];
 export type OnDropped = (reason: TraceDropReason, n: number, error?: Error) => void;
 
 /**
- * Batches posted at once. The exporter keeps up to this many exports open and fails the next one
- * at once past it: with a slow collector, memory stays within the batch queue plus these batches.
+ * Exports open at once, at most: as many as a flush of a full queue makes (a drain's end sends the
+ * whole queue at once), and one more. Past it the exporter fails an export at once (counted). Open
+ * exports hold batches taken out of the queue, so with a collector that is down or slow, spans in
+ * memory stay within about twice the batch queue.
  */
-const OPEN_EXPORTS = 2;
+const openExports = (b: BatchSettings) => Math.ceil(b.maxQueueSize / b.maxExportBatchSize) + 1;
 
 export function createOtlpExporter(s: TracingSettings): SpanExporter {
-  const opts = { url: s.url, headers: { ...s.headers }, timeoutMillis: s.timeoutMs, concurrencyLimit: OPEN_EXPORTS };
+  const opts = { url: s.url, headers: { ...s.headers }, timeoutMillis: s.timeoutMs, concurrencyLimit: openExports(s.batch) };
   return s.protocol === 'http/json' ? new OtlpJsonExporter(opts) : new OtlpProtoExporter(opts);
 }
 

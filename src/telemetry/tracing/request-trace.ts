@@ -132,7 +132,8 @@ export function beginRequestTrace(tracer: Tracer, links: TurnLinks, headers: Inc
       const attrs: Attributes = {
         [A.httpStatus]: f.status, [A.outcome]: f.outcome, [A.attempts]: f.attempts,
       };
-      if (f.reason !== null) { attrs[A.urlPath] = f.path; attrs[A.httpRoute] = f.path; attrs[A.routeReason] = f.reason; }
+      // The route table's path: low-cardinality, so http.route (an unrouted request's path is the client's text).
+      if (f.reason !== null) { attrs[A.httpRoute] = f.path; attrs[A.routeReason] = f.reason; }
       if (op !== undefined) attrs[A.operation] = op;
       if (f.model !== null) {
         attrs[A.requestModel] = f.model;
@@ -143,10 +144,11 @@ export function beginRequestTrace(tracer: Tracer, links: TurnLinks, headers: Inc
       if (predicted !== null) attrs[A.predictedCached] = predicted;
       if (f.promptTokens !== null) attrs[A.inputTokens] = f.promptTokens;
       if (f.completionTokens !== null) attrs[A.outputTokens] = f.completionTokens;
-      if (f.cachedTokens !== null) { attrs[A.cacheReadTokens] = f.cachedTokens; attrs[A.servedCached] = f.cachedTokens; }
+      // Served cached tokens are gen_ai.usage.cache_read.input_tokens, beside warmroute.cached_tokens.predicted.
+      if (f.cachedTokens !== null) attrs[A.cacheReadTokens] = f.cachedTokens;
       if (hops.queue !== null) attrs[A.queueWaitMs] = hops.queue;
       const ttft = ttftOf(clock);
-      if (ttft !== null) { attrs[A.ttftMs] = ttft; attrs[A.timeToFirstChunk] = ttft / 1000; }
+      if (ttft !== null) attrs[A.timeToFirstChunk] = ttft / 1000;
       const overhead = f.replica !== null ? overheadOf(clock) : null;
       if (overhead !== null) attrs[A.overheadMs] = overhead;
       if (f.session !== null) attrs[A.session] = f.session;
