@@ -119,8 +119,8 @@ export function beginRequestTrace(tracer: Tracer, links: TurnLinks, headers: Inc
       }
       if (!recording) return server.end(endTime);
       // One event per hop, at the mark it begins with, carrying its duration: child spans would
-      // draw bars, but at several times the cost per request (each is a span of its own to sample,
-      // queue and encode), and the hops already tile the SERVER span end to end.
+      // draw bars, but each would be a span of its own to sample, queue and encode, and the hops
+      // already tile the SERVER span end to end.
       const hops = hopsOf(clock);
       const marks = [clock.received, clock.parsed, clock.routed, clock.admitted, clock.sent, clock.upstreamHeaders, clock.firstToken];
       for (let i = 0; i < HOPS.length; i++) {
