@@ -5,7 +5,8 @@
 
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { freePort } from '../../bench/lib/procs.js';
 import { jaegerTrace, startJaeger, type Jaeger, type JaegerSpan, type JaegerTrace } from '../../bench/real/jaeger.js';
 import { prepare } from '../../bench/real/fleet-vllm.js';
@@ -44,8 +45,8 @@ describe('real vLLM + Jaeger: one call, end to end', () => {
   });
 
   it('client span → warmroute SERVER span → attempt → vLLM llm_request, with the engine\'s phases, and the TTFTs agree with the hops', async () => {
-    const r = spawnSync(VENV_PYTHON, [new URL('../../bench/real/traced-client.py', import.meta.url).pathname, `${g.url}/v1`, `${jaeger.otlpUrl}/v1/traces`, SERVED_MODEL, `${RUN} ${longText(`trace-${RUN}`, 300)}`], { encoding: 'utf8', timeout: 300_000 });
-    assert.equal(r.status, 0, r.stderr);
+    // Not spawnSync: the gateway runs in this process and must go on serving while the client waits.
+    const r = await promisify(execFile)(VENV_PYTHON, [new URL('../../bench/real/traced-client.py', import.meta.url).pathname, `${g.url}/v1`, `${jaeger.otlpUrl}/v1/traces`, SERVED_MODEL, `${RUN} ${longText(`trace-${RUN}`, 300)}`], { encoding: 'utf8', timeout: 300_000 });
     const client = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { traceId: string; spanId: string; ttftMs: number };
     let t: JaegerTrace | null = null;
     const deadline = Date.now() + 60_000;
