@@ -4,6 +4,7 @@ import { EJECTION_CAUSES } from './fleet/outlier.js';
 import type { ColdReason } from './fleet/health.js';
 import { STORE_EVENTS, STORE_OPS } from './store/redis.js';
 import type { Metrics } from './telemetry/metrics.js';
+import { TRACE_DROP_REASONS } from './telemetry/tracing/export.js';
 import { FAILURE_CAUSES } from './upstream/failures.js';
 
 const SHED_CAUSES = ['queue_full', 'queue_timeout'] as const satisfies readonly ShedCause[];
@@ -22,6 +23,7 @@ export function zeroKnownSeries(metrics: Metrics) {
   for (const cause of EJECTION_CAUSES) metrics.ejectionsSkipped.inc({ cause }, 0);
   for (const where of ['tools', 'system', 'history']) metrics.prefixDrift.inc({ where }, 0);
   for (const outcome of ['resumed', 'failed']) metrics.resumes.inc({ outcome }, 0);
+  for (const reason of TRACE_DROP_REASONS) metrics.traceSpansDropped.inc({ reason }, 0);
   // Also with the in-memory store (which never fails): the store panels read 0, not "No data".
   for (const store of ['sessions', 'responses']) {
     for (const op of STORE_OPS) metrics.storeErrors.inc({ store, op }, 0);

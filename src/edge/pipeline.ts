@@ -12,6 +12,8 @@ import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
 import { createExchangeOwner, type ExchangeOwner } from '../upstream/exchange.js';
 import { forward, type ForwardDeps } from '../upstream/forward.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import type { RequestTrace } from '../telemetry/tracing/request-trace.js';
+import type { Tracing } from '../telemetry/tracing/tracing.js';
 import type { Keyring } from './api-keys.js';
 import { discardBody, readBody } from './body.js';
 import { modelsBody } from './models.js';
@@ -30,6 +32,8 @@ export interface PipelineDeps extends ForwardDeps {
   /** limits.maxConcurrent and its queue. */
   readonly globalLimit: Limiter;
   readonly metrics: Metrics;
+  /** OpenTelemetry traces; absent or null when off (then no span object is made). */
+  readonly tracing?: Tracing | null;
   /** Tracks open exchanges (from their first byte to their end) so a drain can wait for them. */
   track(p: Promise<unknown>): void;
   /**
@@ -69,6 +73,8 @@ interface InFlight {
   /** Set once forwarded: what fleet/ is told of the exchange when it ends. */
   target: string | null;
   body: Buffer | null;
+  /** Its spans, when tracing is on. */
+  readonly trace: RequestTrace | null;
 }
 
 /** How an exchange the edge ended itself (never forwarded) is recorded. */
@@ -116,7 +122,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
 
   function recordOne(x: InFlight, ended: Ended) {
     try {
-      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key });
+      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key, trace: x.trace });
       if (x.target !== null && x.identity !== null) deps.served?.(x.identity, x.target, x.body, ended);
     } catch (err) {
       log.error({ err, path: x.path }, 'internal error: recording an ended exchange failed');
@@ -146,6 +152,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     const identity = x.identity!;
     const decision = router.route({ identity, replicas: registry.views });
     x.clock.routed = nowMs();
+    x.trace?.routed(decision.matchedTokens);
     recorder.arrived(identity, x.clock);
     if (decision.drift) recorder.drift(identity, decision.drift);
     admit(x, () => forwardTo(x, target, body, decision, resumable, streamed));
@@ -154,7 +161,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   function forwardTo(x: InFlight, target: string, body: Buffer | null, decision: Decision, resumable: Record<string, unknown> | undefined, streamed: boolean) {
     x.target = target;
     x.body = body;
-    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, resumable, streamed }, deps);
+    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, resumable, streamed, trace: x.trace }, deps);
   }
 
   function refusedForLoad(x: InFlight, e: unknown) {
@@ -202,6 +209,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     const clock = startClock();
     const x: InFlight = {
       req, res, clock, path: req.url ?? '', key: null, identity: null, target: null, body: null,
+      trace: deps.tracing?.begin(req.headers, req.method ?? 'GET', clock.received) ?? null,
       owner: createExchangeOwner<Ended>(res, { admission: deps.admission, global, report: (e) => report(x, e), aborted, clientGone }),
     };
     deps.track(x.owner.done);

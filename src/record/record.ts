@@ -8,6 +8,7 @@ import { hopsOf, overheadOf, replicaTtftOf, ttftOf, type HopClock } from '../tel
 import { HOPS, type Metrics } from '../telemetry/metrics.js';
 import type { SessionTagger } from '../telemetry/session-tag.js';
 import { throttle } from '../telemetry/throttle.js';
+import type { RequestTrace } from '../telemetry/tracing/request-trace.js';
 import type { FirstToken } from '../stream/tap.js';
 import type { TurnPlace, Turns } from './turns.js';
 import type { Ending } from '../upstream/forward.js';
@@ -127,8 +128,8 @@ export interface Recorder {
   drift(identity: RequestIdentity, drift: Drift): void;
   /** A request routed: its place in its session's caller turn (record/turns.ts). */
   arrived(identity: RequestIdentity, clock: HopClock): void;
-  /** `key`: the client API key's name, when keys are configured. */
-  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null }): void;
+  /** `key`: the client API key's name, when keys are configured; `trace`: its spans (tracing on), ended here. */
+  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null; trace?: RequestTrace | null }): void;
 }
 
 /**
@@ -163,7 +164,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       if (suppressed === null) return;
       log.warn({ session: sessionTag(identity.sessionKey ?? identity.placementKey), sessionSource: identity.sessionKeySource, where: d.where, message: d.message, suppressed }, 'prompt drift: this turn no longer extends the session\'s previous prompt, so its cache is lost from there');
     },
-    record({ method, path, identity, clock, ended: e, key = null }) {
+    record({ method, path, identity, clock, ended: e, key = null, trace = null }) {
       const place = turns?.ended(clock, e.responseId ?? null) ?? null;
       const hops = hopsOf(clock);
       for (let i = 0; i < HOPS.length; i++) {
@@ -210,6 +211,17 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         });
       }
       if (log.isLevelEnabled('info')) log.info(accessLine(method, path, key, identity, e, place, ttft, overhead, replicaTtft, hops, sessionTag), 'request');
+      // The spans are built from the same clock readings as the histograms above.
+      if (trace) {
+        const session = sessionTag(identity?.sessionKey ?? null);
+        trace.end(clock, {
+          method, path, status: e.status, outcome: e.ending, replica: e.replica, reason: e.reason, attempts: e.attempts,
+          kind: identity?.kind ?? null, model: e.reason !== null ? identity?.model ?? null : null,
+          promptTokens: u?.promptTokens ?? null, completionTokens: u?.completionTokens ?? null, cachedTokens: u?.cachedTokens ?? null,
+          session, turnKey: place === null || identity === null ? null : session ?? sessionTag(identity.placementKey),
+          turn: place?.turn ?? null, call: place?.call ?? null, errorCode: e.error?.openaiCode ?? null,
+        });
+      }
     },
   };
 }

@@ -56,10 +56,17 @@ export abstract class Attempt implements Dispatcher.DispatchHandler {
     readonly index: number,
   ) {}
 
-  /** Headers bound for the replica: the client's end-to-end ones, the replica's key, x-forwarded-for. */
+  /** A continuation of a stream that broke off (its span is a `resume`, not a first try or a failover). */
+  protected readonly resumes: boolean = false;
+
+  /**
+   * Headers bound for the replica: the client's end-to-end ones, the replica's key, x-forwarded-for;
+   * with tracing on, this attempt's own traceparent (its CLIENT span begins here).
+   */
   requestHeaders(): string[] {
-    const { ex } = this.host;
-    return upstreamRequestHeaders(ex.req, this.replica.apiKey, ex.stripAuthorization);
+    const { ex, out } = this.host;
+    const trace = ex.trace?.attempt({ replica: this.replica.name, origin: this.replica.origin, index: out.attempts - 1, resume: this.resumes }) ?? null;
+    return upstreamRequestHeaders(ex.req, this.replica.apiKey, ex.stripAuthorization, trace);
   }
 
   protected abstract body(): Buffer | string | null;
@@ -198,6 +205,7 @@ export class ContinuationAttempt extends Attempt {
     this.splice = createSplice(originalId);
   }
 
+  protected override readonly resumes = true;
   protected body(): string { return this.continuation; }
   protected headersTimeoutMs(): number { return this.host.deps.config.timeouts.headersMs; }
   /** A continuation's own answer was never the client's first byte: "after" means it had begun. */

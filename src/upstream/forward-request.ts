@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { ResolvedConfig } from '../config/schema.js';
+import type { RequestTrace } from '../telemetry/tracing/request-trace.js';
 import type { WarmrouteError } from '../errors.js';
 import type { Health } from '../fleet/health.js';
 import type { ReplicaState } from '../fleet/registry.js';
@@ -46,6 +47,8 @@ export interface ForwardRequest {
    * running past it says nothing of the replica's health.
    */
   readonly streamed: boolean;
+  /** Its spans (tracing on): each attempt gets a CLIENT span whose context goes to the replica. */
+  readonly trace?: RequestTrace | null;
 }
 
 /** How an exchange ended, for the access line, the metrics and the router. */

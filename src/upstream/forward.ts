@@ -91,6 +91,7 @@ class Forwarding implements AttemptHost {
   }
 
   attemptEnded(a: Attempt, result: AttemptResult): void {
+    if (result.kind === 'failed') this.ex.trace?.attemptFailed(failureOf(result.err).cause);
     if (a instanceof ContinuationAttempt) return this.continuationEnded(a, result);
     if (result.kind === 'complete') return this.finish('complete');
     if (result.kind === 'aborted') return this.finish('aborted');

@@ -23,9 +23,10 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | n
  * Request headers for the replica, as a flat [name, value, ...] list taken from the client's raw
  * headers (no object built). The replica's own api key, when configured, replaces the client's
  * Authorization, which is dropped anyway when it holds the gateway's own client key;
- * x-forwarded-for gets the client address appended.
+ * x-forwarded-for gets the client address appended. `trace` (tracing on): the attempt's own
+ * traceparent/tracestate, which replace the client's so the replica's span is the attempt's child.
  */
-export function upstreamRequestHeaders(req: IncomingMessage, apiKey: string | undefined, dropAuthorization = false): string[] {
+export function upstreamRequestHeaders(req: IncomingMessage, apiKey: string | undefined, dropAuthorization = false, trace: readonly string[] | null = null): string[] {
   const raw = req.rawHeaders;
   const extra = connectionTokens(req.headers.connection);
   const out: string[] = [];
@@ -35,11 +36,13 @@ export function upstreamRequestHeaders(req: IncomingMessage, apiKey: string | un
     if (HOP_BY_HOP.has(name) || extra?.has(name)) continue;
     if (name === 'x-forwarded-for') { xff = xff ? `${xff}, ${raw[i + 1]}` : raw[i + 1]; continue; }
     if (name === 'authorization' && (apiKey !== undefined || dropAuthorization)) continue;
+    if (trace !== null && (name === 'traceparent' || name === 'tracestate')) continue;
     out.push(raw[i], raw[i + 1]);
   }
   const client = req.socket.remoteAddress ?? 'unknown';
   out.push('x-forwarded-for', xff ? `${xff}, ${client}` : client);
   if (apiKey !== undefined) out.push('authorization', `Bearer ${apiKey}`);
+  if (trace !== null) for (const v of trace) out.push(v);
   return out;
 }
 

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { request } from 'undici';
 import { DEFAULT_MODEL } from '../../bench/sim/config.js';
 import { resolveConfig } from '../../src/config/load.js';
-import { buildGateway, type Gateway } from '../../src/server.js';
+import { buildGateway, type Gateway, type GatewayDeps } from '../../src/server.js';
 import { loggerOptions } from '../../src/telemetry/logger.js';
 import { startFixture, type FixtureUpstream } from './fixture-upstream.js';
 import { waitFor } from './wait.js';
@@ -19,7 +19,7 @@ export interface TestGateway {
 }
 
 /** A real gateway on loopback port 0 in front of `upstreams` (or `raw.upstreams`), logging into memory. */
-export async function startGateway(upstreams: string[], raw: Record<string, any> = {}): Promise<TestGateway> {
+export async function startGateway(upstreams: string[], raw: Record<string, any> = {}, deps: Omit<GatewayDeps, 'log'> = {}): Promise<TestGateway> {
   const logs: Record<string, any>[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -37,7 +37,7 @@ export async function startGateway(upstreams: string[], raw: Record<string, any>
     outlier: { baseEjectionMs: 300, ...(raw.outlier ?? {}) },
   });
   const log = pino(loggerOptions(config.logging.level), sink);
-  const gw = buildGateway(config, { log, defaultMetrics: false });
+  const gw = buildGateway(config, { log, defaultMetrics: false, ...deps });
   const { url, adminUrl } = await gw.listen();
   return { gw, url, adminUrl, logs, close: () => gw.close() };
 }

@@ -1,0 +1,37 @@
+/**
+ * Attribute names: the GenAI and HTTP semantic conventions where they define one, `warmroute.*`
+ * where they do not. Written out rather than imported from the conventions' incubating entry,
+ * which loads every attribute of every convention.
+ */
+export const A = {
+  httpMethod: 'http.request.method',
+  httpStatus: 'http.response.status_code',
+  httpRoute: 'http.route',
+  errorType: 'error.type',
+  serverAddress: 'server.address',
+  serverPort: 'server.port',
+  operation: 'gen_ai.operation.name',
+  requestModel: 'gen_ai.request.model',
+  responseModel: 'gen_ai.response.model',
+  inputTokens: 'gen_ai.usage.input_tokens',
+  outputTokens: 'gen_ai.usage.output_tokens',
+  cacheReadTokens: 'gen_ai.usage.cache_read.input_tokens',
+  timeToFirstChunk: 'gen_ai.response.time_to_first_chunk',
+  routeReason: 'warmroute.route.reason',
+  replica: 'warmroute.replica',
+  predictedCached: 'warmroute.cached_tokens.predicted',
+  queueWaitMs: 'warmroute.queue.wait_ms',
+  attempts: 'warmroute.attempts',
+  attempt: 'warmroute.attempt',
+  attemptKind: 'warmroute.attempt.kind',
+  outcome: 'warmroute.outcome',
+  session: 'warmroute.session',
+  turn: 'warmroute.turn',
+  turnCall: 'warmroute.turn.call',
+  overheadMs: 'warmroute.overhead_ms',
+  /** On each hop's event: the hop's duration in ms, as the histogram observed it. */
+  hopMs: 'warmroute.hop.duration_ms',
+} as const;
+
+/** gen_ai.operation.name by request kind: the Responses API is a chat too. */
+export const OPERATION_OF: Readonly<Record<string, string>> = { chat: 'chat', responses: 'chat', completion: 'text_completion' };

@@ -1,0 +1,90 @@
+// Traces end to end on real components: a Python OpenAI SDK client inside a span of its own →
+// warmroute's SERVER span → the upstream attempt's CLIENT span → vLLM's `llm_request`, all in one
+// trace in a real Jaeger v2 (built from the Go module proxy by bench/real/install-jaeger.sh), on a
+// real vLLM CPU replica (index 8, beside the shared fleet) started with --otlp-traces-endpoint.
+
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { freePort } from '../../bench/lib/procs.js';
+import { jaegerTrace, startJaeger, type Jaeger, type JaegerSpan, type JaegerTrace } from '../../bench/real/jaeger.js';
+import { prepare } from '../../bench/real/fleet-vllm.js';
+import { SERVED_MODEL, VENV_PYTHON, startReplicaProcess, stopReplicaProcess, waitHealthy, type ReplicaState } from '../../bench/real/vllm-replica.js';
+import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { RUN, longText, postJson } from './real-fleet.js';
+
+const INDEX = 8;
+/** How far gateway TTFT − vLLM's time_to_first_token may stray from the gateway's own hops (vLLM's HTTP front end and tokenizer sit in between). */
+const TOLERANCE_MS = Number(process.env.WARMROUTE_TRACE_TOLERANCE_MS ?? 10);
+
+const tag = (s: JaegerSpan, key: string) => s.tags.find((t) => t.key === key)?.value;
+const parentOf = (s: JaegerSpan) => s.references.find((r) => r.refType === 'CHILD_OF')?.spanID ?? null;
+
+describe('real vLLM + Jaeger: one call, end to end', () => {
+  let jaeger: Jaeger;
+  let replica: ReplicaState;
+  let g: TestGateway;
+  before(async () => {
+    prepare();
+    jaeger = await startJaeger();
+    const port = await freePort();
+    replica = startReplicaProcess({ index: INDEX, port, kvEvents: { pub: await freePort(), replay: await freePort() } }, {
+      extraArgs: ['--otlp-traces-endpoint', `${jaeger.otlpUrl}/v1/traces`],
+      extraEnv: { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf', OTEL_SERVICE_NAME: 'vllm' },
+    });
+    await waitHealthy(replica);
+    g = await startGateway([replica.url], { tracing: { endpoint: jaeger.otlpUrl, batch: { scheduledDelayMs: 100 } } }, { env: {} });
+    // The first request of a fresh engine pays its warm-up: not the one measured.
+    await postJson(`${g.url}/v1/chat/completions`, { model: SERVED_MODEL, max_tokens: 4, messages: [{ role: 'user', content: 'warm up' }] });
+  });
+  after(async () => {
+    await g?.close();
+    await stopReplicaProcess(INDEX);
+    await jaeger?.child.stop();
+  });
+
+  it('client span → warmroute SERVER span → attempt → vLLM llm_request, with the engine\'s phases, and the TTFTs agree with the hops', async () => {
+    // Not spawnSync: the gateway runs in this process and must go on serving while the client waits.
+    const r = await promisify(execFile)(VENV_PYTHON, [new URL('../../bench/real/traced-client.py', import.meta.url).pathname, `${g.url}/v1`, `${jaeger.otlpUrl}/v1/traces`, SERVED_MODEL, `${RUN} ${longText(`trace-${RUN}`, 300)}`], { encoding: 'utf8', timeout: 300_000 });
+    const client = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { traceId: string; spanId: string; ttftMs: number };
+    let t: JaegerTrace | null = null;
+    const deadline = Date.now() + 60_000;
+    const names = () => new Set(t?.spans.map((s) => s.operationName) ?? []);
+    while (Date.now() < deadline) {
+      t = await jaegerTrace(jaeger, client.traceId);
+      const n = names();
+      if (['agent turn', 'POST /v1/chat/completions', 'attempt', 'llm_request'].every((x) => n.has(x))) break;
+      await new Promise((res) => setTimeout(res, 500));
+    }
+    assert.ok(t, 'jaeger has the trace');
+    const by = (name: string) => t!.spans.filter((s) => s.operationName === name);
+    const [agent] = by('agent turn');
+    const [server] = by('POST /v1/chat/completions');
+    const [attempt] = by('attempt');
+    const [llm] = by('llm_request');
+    assert.ok(agent && server && attempt && llm, `spans in the trace: ${[...names()]}`);
+    assert.equal(agent.spanID, client.spanId);
+    assert.equal(parentOf(server), agent.spanID, 'warmroute\'s SERVER span is the client span\'s child');
+    assert.equal(parentOf(attempt), server.spanID, 'the attempt is the SERVER span\'s child');
+    assert.equal(parentOf(llm), attempt.spanID, 'vLLM\'s llm_request is the attempt\'s child');
+    assert.equal(t!.processes[server.processID].serviceName, 'warmroute');
+    assert.equal(t!.processes[llm.processID].serviceName, 'vllm');
+    for (const k of ['gen_ai.latency.time_in_queue', 'gen_ai.latency.time_in_model_prefill', 'gen_ai.latency.time_in_model_decode', 'gen_ai.latency.time_to_first_token']) {
+      assert.equal(typeof tag(llm, k), 'number', `llm_request carries ${k}`);
+    }
+    const gatewayTtft = Number(tag(server, 'gen_ai.response.time_to_first_chunk')) * 1000;
+    const vllmTtft = Number(tag(llm, 'gen_ai.latency.time_to_first_token')) * 1000;
+    // The hops are events on the SERVER span (Jaeger's logs), each with its duration.
+    const hopMs = (h: string) => Number(server.logs.find((l) => l.fields.some((f) => f.key === 'event' && f.value === h))?.fields.find((f) => f.key === 'warmroute.hop.duration_ms')?.value ?? 0);
+    const own = ['parse', 'route', 'queue', 'connect'].reduce((sum, h) => sum + hopMs(h), 0);
+    const residual = gatewayTtft - vllmTtft - own;
+    console.log(JSON.stringify({
+      traceId: client.traceId, clientTtftMs: client.ttftMs, gatewayTtftMs: gatewayTtft, vllmTtftMs: vllmTtft,
+      gatewayHopsMs: Object.fromEntries(['parse', 'route', 'queue', 'connect', 'upstream_headers', 'upstream_first_token', 'stream'].map((h) => [h, hopMs(h)])),
+      gatewayOwnMs: own, residualMs: residual,
+      vllm: Object.fromEntries(llm.tags.filter((x) => x.key.startsWith('gen_ai.latency.')).map((x) => [x.key, x.value])),
+    }));
+    assert.ok(Math.abs(residual) <= TOLERANCE_MS, `gateway TTFT ${gatewayTtft.toFixed(2)} − vLLM TTFT ${vllmTtft.toFixed(2)} − gateway hops ${own.toFixed(2)} = ${residual.toFixed(2)} ms`);
+  });
+});
