@@ -366,6 +366,14 @@ export const ConfigSchema = Type.Object({
     /** Closed turns kept per session for GET /admin/sessions/{key}. */
     keep: Type.Integer({ minimum: 0, maximum: 1000, default: 8 }),
   }),
+  /** Requests that offer tools (the tool-call guard, edge/tool-guard.ts). */
+  tools: Section({
+    /**
+     * A request that offers `tools` and asks for fewer tokens than this (max_tokens or
+     * max_completion_tokens) is raised to it: fewer cut parallel tool calls mid-JSON. 0 = off.
+     */
+    minMaxTokens: Type.Integer({ minimum: 0, default: 256 }),
+  }),
   headers: Section({
     /** x-warmroute-replica and x-warmroute-route on responses. */
     route: Type.Boolean({ default: true }),

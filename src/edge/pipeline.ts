@@ -16,6 +16,7 @@ import type { Keyring } from './api-keys.js';
 import { discardBody, readBody } from './body.js';
 import { modelsBody } from './models.js';
 import { routeOf } from './routes.js';
+import { createToolGuard, type ToolRequest } from './tool-guard.js';
 import { requestTarget } from './target.js';
 
 export interface PipelineDeps extends ForwardDeps {
@@ -69,6 +70,8 @@ interface InFlight {
   /** Set once forwarded: what fleet/ is told of the exchange when it ends. */
   target: string | null;
   body: Buffer | null;
+  /** A chat request: what the tool-call guard made of it. */
+  tools: ToolRequest | null;
 }
 
 /** How an exchange the edge ended itself (never forwarded) is recorded. */
@@ -93,6 +96,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   const shutdownRetryAfter = ['retry-after', '1'];
   const clientGone = (replica: string | null) => metrics.clientAborts.inc({ replica: replica ?? 'none' });
   const aborted = () => ABORTED;
+  const toolGuard = createToolGuard({ metrics, log });
 
   /**
    * Runs inside the owner's end, called from undici's handler or the response's 'close': a throw
@@ -140,7 +144,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   function forwardTo(x: InFlight, target: string, body: Buffer | null, decision: Decision, resumable: Record<string, unknown> | undefined, streamed: boolean) {
     x.target = target;
     x.body = body;
-    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, resumable, streamed }, deps);
+    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, resumable, streamed, tools: x.tools }, deps);
   }
 
   function refusedForLoad(x: InFlight, e: unknown) {
@@ -187,7 +191,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   return function handle(req, res) {
     const clock = startClock();
     const x: InFlight = {
-      req, res, clock, path: req.url ?? '', key: null, identity: null, target: null, body: null,
+      req, res, clock, path: req.url ?? '', key: null, identity: null, target: null, body: null, tools: null,
       owner: createExchangeOwner<Ended>(res, { admission: deps.admission, global, report: (e) => report(x, e), aborted, clientGone }),
     };
     deps.track(x.owner.done);
@@ -233,9 +237,10 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             // Kept for mid-stream resume only (opt-in): a streamed chat completion.
             if (config.resume.enabled && json === 'chat' && streamed) resumable = parsed;
             if (config.logging.logPrompts) log.debug({ session: recorder.sessionTag(x.identity.sessionKey), body: parsed }, 'request body');
+            if (json === 'chat') x.tools = toolGuard.prepare(parsed, body!, config.tools.minMaxTokens, x.key ?? recorder.sessionTag(x.identity.sessionKey ?? x.identity.placementKey) ?? 'anonymous');
           }
           clock.parsed = nowMs();
-          routeAndForward(x, target.path + target.search, body, resumable, streamed);
+          routeAndForward(x, target.path + target.search, x.tools?.body ?? body, resumable, streamed);
         } catch (e) {
           refuse(x, e);
         }

@@ -9,6 +9,7 @@ import { HOPS, type Metrics } from '../telemetry/metrics.js';
 import type { SessionTagger } from '../telemetry/session-tag.js';
 import { throttle } from '../telemetry/throttle.js';
 import type { FirstToken } from '../stream/tap.js';
+import type { ToolCallEnd } from '../stream/tool-calls.js';
 import type { Turns } from './turns.js';
 import type { Ending } from '../upstream/forward.js';
 
@@ -29,6 +30,10 @@ export interface Ended {
   readonly responseId?: string | null;
   /** A stream's first token: content, reasoning or a tool call (what its TTFT ended on). */
   readonly firstToken?: FirstToken | null;
+  /** A request offering tools: whether its answer ended with a tool call cut on its length. */
+  readonly toolCall?: ToolCallEnd | null;
+  /** What the tool-call guard raised before forwarding (`max_tokens=256`). */
+  readonly adjusted?: string | null;
 }
 
 const round = (v: number | null) => (v === null ? null : Math.round(v * 1000) / 1000);
@@ -78,6 +83,15 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   const cachedBy = memo((replica) => m.cachedTokens.labels(replica));
   const clientBy = memo((k) => m.clientRequests.labels(...(k.split(' ') as [string, string])));
   const driftBy = memo((where) => m.prefixDrift.labels(where));
+  // A routed request's model is one a replica serves; the cap is a second bound (a replica whose model list is not read yet keeps any).
+  const modelNames = new Set<string>();
+  const truncatedBy = memo((model) => m.toolCallsTruncated.labels(model));
+  const modelLabel = (model: string | null | undefined) => {
+    if (model === null || model === undefined) return 'none';
+    if (!modelNames.has(model) && modelNames.size >= 64) return 'other';
+    modelNames.add(model);
+    return model;
+  };
   const unreadWarning = throttle(60_000);
   const stallWarning = throttle(60_000);
   // A client that puts the time in its system prompt drifts on every turn: counted every time,
@@ -121,6 +135,13 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         const suppressed = stallWarning();
         if (suppressed !== null) log.warn({ replica: e.replica, detail: e.error?.message, suppressed }, 'client stopped reading: disconnected, its upstream request aborted');
       }
+      // A tool call cut mid-JSON reaches the client as arguments it cannot use: loud, each one (with the id vLLM logs it under).
+      const truncated = e.toolCall?.truncated === true;
+      if (truncated) {
+        const model = e.reason !== null ? identity?.model ?? null : null;
+        truncatedBy(modelLabel(model)).inc();
+        log.warn({ replica: e.replica, model, requestId: e.toolCall!.responseId, session: sessionTag(identity?.sessionKey ?? null), stream: e.sse }, 'tool call cut by the token limit (finish_reason "length" with its arguments still open): the client got arguments that are not JSON');
+      }
       // A stored response whose id could not be read cannot be followed up on its replica: loud.
       if (identity?.storesResponse && e.ending === 'complete' && e.status >= 200 && e.status < 300 && !e.responseId) {
         m.responseIdsUnread.inc();
@@ -156,6 +177,8 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         stream: e.sse,
         ttftMs: round(ttft),
         firstToken: e.firstToken ?? undefined,
+        toolCallTruncated: truncated || undefined,
+        adjusted: e.adjusted ?? undefined,
         overheadMs: round(overhead),
         // Flat numbers, not a nested object: pino serialises nested objects on a much slower path.
         parseMs: round(hops.parse),

@@ -89,6 +89,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     kvBlockMapping: new Counter({ name: 'warmroute_kv_block_mapping_total', help: 'Served requests mapped to the replica\'s engine blocks from the KV events that followed, by outcome: learned, none (no block at the prompt\'s depth stored since: a full cache hit, or events late), ambiguous (several, none of the conversation\'s lineage), short (under one block), unknown_replica (no stored event yet).', labelNames: ['replica', 'outcome'] as const, registers }),
     // Filled at scrape time, like the pins.
     kvBlocks: new Gauge({ name: 'warmroute_kv_event_blocks', help: 'Engine blocks each replica\'s KV events say it holds (as far as this gateway has seen), bounded by kvEvents.maxBlocksPerReplica.', labelNames: ['replica'] as const, registers }),
+    // The tool-call guard (stream/tool-calls.ts, edge/tool-guard.ts); model: a served model name, or none.
+    toolCallsTruncated: new Counter({ name: 'warmroute_tool_calls_truncated_total', help: 'Answers to requests offering tools that ended on their length (finish_reason "length") while a tool call\'s arguments were still open (not valid JSON), by model.', labelNames: ['model'] as const, registers }),
+    toolMaxTokensRaised: new Counter({ name: 'warmroute_tool_max_tokens_raised_total', help: 'Requests offering tools whose max_tokens / max_completion_tokens was raised to tools.minMaxTokens before forwarding, by the field raised.', labelNames: ['field'] as const, registers }),
     // Filled at scrape time, like the pins.
     responseRecords: new Gauge({ name: 'warmroute_response_records', help: 'Stored-response records (response id → replica) this gateway holds.', registers }),
   };

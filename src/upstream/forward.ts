@@ -11,6 +11,7 @@ import type { Decision, RouteReason } from '../routing/types.js';
 import { endInterrupted } from '../stream/interrupt.js';
 import { continuationBody, createResumeLog, createSplice, type ResumeLog } from '../stream/resume.js';
 import { createTap, type FirstToken, type Tap, type Usage } from '../stream/tap.js';
+import type { ToolCallEnd } from '../stream/tool-calls.js';
 import { nowMs, serverTiming, type HopClock } from '../telemetry/hop-clock.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { ExchangeOwner } from './exchange.js';
@@ -49,6 +50,8 @@ export interface ForwardRequest {
    * running past it says nothing of the replica's health.
    */
   readonly streamed: boolean;
+  /** The tool-call guard's word on the request (edge/tool-guard.ts): answers checked, and what was raised. */
+  readonly tools?: { readonly offered: boolean; readonly adjusted: string | null } | null;
 }
 
 /** How an exchange ended, for the access line, the metrics and the router. */
@@ -83,6 +86,10 @@ export interface Outcome {
   responseId: string | null;
   /** What the first token of a stream was (content, reasoning, a tool call); null when none or not streamed. */
   firstToken: FirstToken | null;
+  /** A request offering tools: whether its answer ended with a tool call cut on its length. */
+  toolCall: ToolCallEnd | null;
+  /** What the tool-call guard raised (`max_tokens=256`), null when nothing. */
+  adjusted: string | null;
 }
 
 /**
@@ -100,7 +107,7 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
   const maxAttempts = Math.min(ranked.length, config.limits.maxRetries + 1);
   const stallMs = config.timeouts.clientStallMs;
 
-  const out: Outcome = { ending: 'failed', status: 0, replica: null, reason: decision.reason, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null, resumed: false, responseId: null, firstToken: null };
+  const out: Outcome = { ending: 'failed', status: 0, replica: null, reason: decision.reason, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null, resumed: false, responseId: null, firstToken: null, toolCall: null, adjusted: ex.tools?.adjusted ?? null };
   let replica: ReplicaState | null = null;
   let tap: Tap | null = null;
   let resumeLog: ResumeLog | null = null;
@@ -118,6 +125,7 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
       out.done = tap.done;
       out.responseId = tap.responseId;
       out.firstToken = tap.firstToken;
+      out.toolCall = tap.toolCall;
     }
     owner.end(out);
   }
@@ -228,12 +236,13 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
         }
         const h = clientResponseHeaders(headers as Record<string, string | string[] | undefined>);
         out.sse = h.contentType.startsWith('text/event-stream');
-        tap = createTap(out.sse, ex.identity.kind === 'responses');
+        tap = createTap(out.sse, ex.identity.kind === 'responses', ex.tools?.offered === true);
         out.status = status;
         // An event stream goes out chunked whatever the replica framed it with: if the replica
         // fails mid-way, an error event can still be added (stream/interrupt.ts).
         if (h.contentLength !== null && !out.sse) h.headers.push('content-length', h.contentLength);
         h.headers.push(...routeHeaders());
+        if (out.adjusted !== null) h.headers.push('x-warmroute-adjusted', out.adjusted);
         if (config.headers.serverTiming) h.headers.push('server-timing', serverTiming(clock));
         if (ex.draining()) h.headers.push('connection', 'close');
         res.writeHead(status, h.headers);

@@ -1,0 +1,58 @@
+import type { Logger } from 'pino';
+import type { Metrics } from '../telemetry/metrics.js';
+
+/** What the guard decided for one request: the bytes to forward and what the client is told. */
+export interface ToolRequest {
+  /** The request offers tools: its answer is checked for a cut tool call (stream/tool-calls.ts). */
+  readonly offered: boolean;
+  /** The body to forward: the bytes received, or (raised) the re-encoded body. */
+  readonly body: Buffer;
+  /** `x-warmroute-adjusted`'s value when a field was raised (`max_tokens=256`); null otherwise. */
+  readonly adjusted: string | null;
+}
+
+export interface ToolGuard {
+  /**
+   * A chat request as parsed: raised when it offers tools and asks for fewer than `minTokens`
+   * tokens. `who` names the caller (API key name or session tag) for the once-per-caller warning.
+   */
+  prepare(parsed: Record<string, unknown>, body: Buffer, minTokens: number, who: string): ToolRequest;
+}
+
+const FIELDS = ['max_tokens', 'max_completion_tokens'] as const;
+/** Callers already warned about; past this many the set starts again (a bound, not an LRU). */
+const MAX_WARNED = 10_000;
+
+const offersTools = (parsed: Record<string, unknown>) => Array.isArray(parsed.tools) && parsed.tools.length > 0;
+
+/**
+ * The prevention half of the tool-call guard: a turn that emits two parallel tool calls in 100
+ * tokens has its second one cut mid-JSON, and the arguments come back as placeholders. A request
+ * that offers tools with a token limit under tools.minMaxTokens is raised to it. Only such a request
+ * is re-encoded; every other keeps the bytes it was sent with.
+ */
+export function createToolGuard(deps: { metrics: Metrics; log: Logger }): ToolGuard {
+  const warned = new Set<string>();
+  const raisedBy = Object.fromEntries(FIELDS.map((f) => [f, deps.metrics.toolMaxTokensRaised.labels(f)])) as Record<(typeof FIELDS)[number], { inc(): void }>;
+  return {
+    prepare(parsed, body, minTokens, who) {
+      if (!offersTools(parsed)) return { offered: false, body, adjusted: null };
+      if (minTokens <= 0) return { offered: true, body, adjusted: null };
+      const low = FIELDS.filter((f) => typeof parsed[f] === 'number' && (parsed[f] as number) < minTokens);
+      if (low.length === 0) return { offered: true, body, adjusted: null };
+      const raised: Record<string, unknown> = { ...parsed };
+      const was: Record<string, unknown> = {};
+      for (const f of low) {
+        was[f] = parsed[f];
+        raised[f] = minTokens;
+        raisedBy[f].inc();
+      }
+      if (!warned.has(who)) {
+        if (warned.size >= MAX_WARNED) warned.clear();
+        warned.add(who);
+        deps.log.warn({ caller: who, asked: was, raisedTo: minTokens }, 'tool-call request asked for too few tokens: raised to tools.minMaxTokens (a tool call cut mid-JSON is worse than a longer answer); said once per caller');
+      }
+      return { offered: true, body: Buffer.from(JSON.stringify(raised)), adjusted: low.map((f) => `${f}=${minTokens}`).join(', ') };
+    },
+  };
+}
