@@ -241,8 +241,13 @@ export const ConfigSchema = Type.Object({
     unstreamedHeadersMs: Ms(600_000),
     /** Longest silence between two response chunks before the stream is ended with an error. */
     idleMs: Ms(60_000),
-    /** A client that reads nothing of its response for this long is disconnected and its upstream request aborted. */
-    clientStallMs: Ms(60_000),
+    /**
+     * A client that reads nothing of its response for this long is disconnected and its upstream
+     * request aborted. Well under queueMs: a request queued behind a client that stopped reading
+     * gets its slot when the stall is detected, before its own wait runs out (a voice client that
+     * reads nothing for seconds is gone).
+     */
+    clientStallMs: Ms(5_000),
     /** Longest wait in a queue (limits.maxConcurrent, limits.maxInflightPerReplica); then 503. */
     queueMs: Ms(10_000),
     /** SIGTERM: how long in-flight streams may take to finish. */
