@@ -48,6 +48,10 @@ export interface OutputKnobs {
    * the replica's memory for previous_response_id and GET /v1/responses/{id}. Off: store is ignored.
    */
   enableResponsesStore: boolean;
+  /** vLLM --kv-cache-dtype (reported in vllm:cache_config_info; the sim's timing ignores it). */
+  cacheDtype: string;
+  /** The weights behind the served name (`root` in /v1/models); the served name by default. */
+  root: string;
 }
 
 export interface SimReplicaOptions extends Partial<TimingKnobs>, Partial<CapacityKnobs>, Partial<OutputKnobs> {
@@ -128,5 +132,7 @@ export function resolveConfig(opts: SimReplicaOptions = {}, index = 0): SimConfi
     enablePromptTokensDetails: pick(opts.enablePromptTokensDetails, true),
     enablePrefixCaching: pick(opts.enablePrefixCaching, true),
     enableResponsesStore: pick(opts.enableResponsesStore, true),
+    cacheDtype: pick(opts.cacheDtype, 'auto'),
+    root: pick(opts.root, pick(opts.model, DEFAULT_MODEL)),
   };
 }

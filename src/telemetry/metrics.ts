@@ -92,6 +92,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     // The tool-call guard (stream/tool-calls.ts, edge/tool-guard.ts); model: a served model name, or none.
     toolCallsTruncated: new Counter({ name: 'warmroute_tool_calls_truncated_total', help: 'Answers to requests offering tools that ended on their length (finish_reason "length") while a tool call\'s arguments were still open (not valid JSON), by model.', labelNames: ['model'] as const, registers }),
     toolMaxTokensRaised: new Counter({ name: 'warmroute_tool_max_tokens_raised_total', help: 'Requests offering tools whose max_tokens / max_completion_tokens was raised to tools.minMaxTokens before forwarding, by the field raised.', labelNames: ['field'] as const, registers }),
+    replicaConfigMismatch: new Gauge({ name: 'warmroute_replica_config_mismatch', help: '1 while a replica is configured unlike the rest of the fleet on a setting (from vllm:cache_config_info and /v1/models): prefix_caching (off), block_size, cache_dtype, kv_capacity (over 10% off the median), max_model_len, model (other weights behind the same served name); 0 otherwise.', labelNames: ['replica', 'setting'] as const, registers }),
     // Filled at scrape time, like the pins.
     responseRecords: new Gauge({ name: 'warmroute_response_records', help: 'Stored-response records (response id → replica) this gateway holds.', registers }),
   };
