@@ -6,7 +6,7 @@ import { STORE_EVENTS, STORE_OPS } from './store/redis.js';
 import type { Metrics } from './telemetry/metrics.js';
 import { FAILURE_CAUSES } from './upstream/failures.js';
 
-const SHED_CAUSES = ['queue_full', 'queue_timeout'] as const satisfies readonly ShedCause[];
+const SHED_CAUSES = ['queue_full', 'queue_timeout', 'deadline'] as const satisfies readonly ShedCause[];
 const COLD_REASONS = ['restart', 'long_outage'] as const satisfies readonly ColdReason[];
 
 /**

@@ -46,6 +46,8 @@ export const ApiKeySchema = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.:-]+$', default: 'unnamed' }),
   /** Requests open at once with this key; past it, 429 with Retry-After. 0: no limit. */
   maxConcurrent: Type.Integer({ minimum: 0, default: 0 }),
+  /** The priority class of every request with this key (before any header or body field). */
+  priority: Type.Optional(Type.Union([Type.Literal('interactive'), Type.Literal('batch')])),
 }, { additionalProperties: false });
 
 export const SessionKeySourceSchema = Type.Union([
@@ -269,6 +271,11 @@ export const ConfigSchema = Type.Object({
     maxInflightPerReplica: Type.Integer({ minimum: 0, default: 0 }),
     /** Requests waiting for one replica's limit; beyond it, the next replica, else 503. */
     maxQueuedPerReplica: Type.Integer({ minimum: 0, default: 64 }),
+    /**
+     * Share of each limit's slots (maxConcurrent, maxInflightPerReplica) only interactive requests
+     * may take, so a batch burst never holds the last slot a caller needs (rounded, at most all but one).
+     */
+    reservedInteractiveShare: Type.Number({ minimum: 0, maximum: 1, default: 0.25 }),
   }),
   health: Section({
     /** Active checks: GET /health of every replica (and a /v1/models refresh) on this interval. */
@@ -370,6 +377,27 @@ export const ConfigSchema = Type.Object({
     maxSessions: Type.Integer({ minimum: 1, default: 100_000 }),
     /** Closed turns kept per session for GET /admin/sessions/{key}. */
     keep: Type.Integer({ minimum: 0, maximum: 1000, default: 8 }),
+  }),
+  /** Priority classes (queue/priority.ts): interactive before batch in the gateway's queues. */
+  priority: Section({
+    /** Class of a request with a session key that names none (API key, x-priority, body priority). */
+    sessionDefault: Type.Union([Type.Literal('interactive'), Type.Literal('batch')], { default: 'interactive' }),
+    /** Class of a request without a session key that names none. */
+    keylessDefault: Type.Union([Type.Literal('interactive'), Type.Literal('batch')], { default: 'interactive' }),
+    /** TTFT deadline of an interactive request that names none (x-slo-ttft-ms), its order within the class; 0: none. */
+    interactiveSloMs: Type.Integer({ minimum: 0, default: 0 }),
+    batchSloMs: Type.Integer({ minimum: 0, default: 0 }),
+    /** false: an interactive request whose deadline passes while it queues is answered then (503 deadline_exceeded), not served late. */
+    answerLate: Type.Boolean({ default: false }),
+    /**
+     * The replicas run vLLM's --scheduling-policy priority: a request whose body has no `priority`
+     * gets its class's (lower runs first). Off by default: vLLM refuses a priority under fcfs.
+     */
+    vllm: Section({
+      enabled: Type.Boolean({ default: false }),
+      interactive: Type.Integer({ default: 0 }),
+      batch: Type.Integer({ default: 10 }),
+    }),
   }),
   /** Requests that offer tools (the tool-call guard, edge/tool-guard.ts). */
   tools: Section({

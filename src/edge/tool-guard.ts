@@ -1,12 +1,12 @@
 import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.js';
 
-/** What the guard decided for one request: the bytes to forward and what the client is told. */
+/** What the guard decided for one request: the fields to change and what the client is told. */
 export interface ToolRequest {
   /** The request offers tools: its answer is checked for a cut tool call (stream/tool-calls.ts). */
   readonly offered: boolean;
-  /** The body to forward: the bytes received, or (raised) the re-encoded body. */
-  readonly body: Buffer;
+  /** Fields to set in the body before it is forwarded (edge/body-fields.ts); null: the bytes go as received. */
+  readonly fields: Record<string, unknown> | null;
   /** `x-warmroute-adjusted`'s value when a field was raised (`max_tokens=256`); null otherwise. */
   readonly adjusted: string | null;
 }
@@ -16,7 +16,7 @@ export interface ToolGuard {
    * A chat request as parsed: raised when it offers tools and asks for fewer than `minTokens`
    * tokens. `who` names the caller (API key name or session tag) for the once-per-caller warning.
    */
-  prepare(parsed: Record<string, unknown>, body: Buffer, minTokens: number, who: string): ToolRequest;
+  prepare(parsed: Record<string, unknown>, minTokens: number, who: string): ToolRequest;
 }
 
 const FIELDS = ['max_tokens', 'max_completion_tokens'] as const;
@@ -35,12 +35,12 @@ export function createToolGuard(deps: { metrics: Metrics; log: Logger }): ToolGu
   const warned = new Set<string>();
   const raisedBy = Object.fromEntries(FIELDS.map((f) => [f, deps.metrics.toolMaxTokensRaised.labels(f)])) as Record<(typeof FIELDS)[number], { inc(): void }>;
   return {
-    prepare(parsed, body, minTokens, who) {
-      if (!offersTools(parsed)) return { offered: false, body, adjusted: null };
-      if (minTokens <= 0) return { offered: true, body, adjusted: null };
+    prepare(parsed, minTokens, who) {
+      if (!offersTools(parsed)) return { offered: false, fields: null, adjusted: null };
+      if (minTokens <= 0) return { offered: true, fields: null, adjusted: null };
       const low = FIELDS.filter((f) => typeof parsed[f] === 'number' && (parsed[f] as number) < minTokens);
-      if (low.length === 0) return { offered: true, body, adjusted: null };
-      const raised: Record<string, unknown> = { ...parsed };
+      if (low.length === 0) return { offered: true, fields: null, adjusted: null };
+      const raised: Record<string, unknown> = {};
       const was: Record<string, unknown> = {};
       for (const f of low) {
         was[f] = parsed[f];
@@ -52,7 +52,7 @@ export function createToolGuard(deps: { metrics: Metrics; log: Logger }): ToolGu
         warned.add(who);
         deps.log.warn({ caller: who, asked: was, raisedTo: minTokens }, 'tool-call request asked for too few tokens: raised to tools.minMaxTokens (a tool call cut mid-JSON is worse than a longer answer); said once per caller');
       }
-      return { offered: true, body: Buffer.from(JSON.stringify(raised)), adjusted: low.map((f) => `${f}=${minTokens}`).join(', ') };
+      return { offered: true, fields: raised, adjusted: low.map((f) => `${f}=${minTokens}`).join(', ') };
     },
   };
 }

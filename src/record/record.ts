@@ -10,6 +10,7 @@ import type { SessionTagger } from '../telemetry/session-tag.js';
 import { throttle } from '../telemetry/throttle.js';
 import type { FirstToken } from '../stream/tap.js';
 import type { ToolCallEnd } from '../stream/tool-calls.js';
+import type { PriorityClass } from '../queue/priority.js';
 import type { Turns } from './turns.js';
 import type { Ending } from '../upstream/forward.js';
 
@@ -63,7 +64,8 @@ export interface Recorder {
   /** A request routed: its place in its session's caller turn (record/turns.ts). */
   arrived(identity: RequestIdentity, clock: HopClock): void;
   /** `key`: the client API key's name, when keys are configured. */
-  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null }): void;
+  /** `priority`: the request's class (queue/priority.ts), null when refused before its body was read. */
+  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null; priority?: PriorityClass | null }): void;
 }
 
 /**
@@ -83,6 +85,8 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   const cachedBy = memo((replica) => m.cachedTokens.labels(replica));
   const clientBy = memo((k) => m.clientRequests.labels(...(k.split(' ') as [string, string])));
   const driftBy = memo((where) => m.prefixDrift.labels(where));
+  const classBy = memo((k) => m.classRequests.labels(...(k.split(' ') as [string, string])));
+  const classTtftBy = memo((cls) => m.classTtft.labels(cls));
   // A routed request's model is one a replica serves; the cap is a second bound (a replica whose model list is not read yet keeps any).
   const modelNames = new Set<string>();
   const truncatedBy = memo((model) => m.toolCallsTruncated.labels(model));
@@ -106,7 +110,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       if (suppressed === null) return;
       log.warn({ session: sessionTag(identity.sessionKey ?? identity.placementKey), sessionSource: identity.sessionKeySource, where: d.where, message: d.message, suppressed }, 'prompt drift: this turn no longer extends the session\'s previous prompt, so its cache is lost from there');
     },
-    record({ method, path, identity, clock, ended: e, key = null }) {
+    record({ method, path, identity, clock, ended: e, key = null, priority = null }) {
       const place = turns?.ended(clock, e.responseId ?? null) ?? null;
       const hops = hopsOf(clock);
       for (let i = 0; i < HOPS.length; i++) {
@@ -123,6 +127,10 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       const code = outcomeLabel(e);
       requestsBy(`${replica} ${route} ${code}`).inc();
       if (key !== null) clientBy(`${key} ${code}`).inc();
+      if (priority !== null) {
+        classBy(`${priority} ${code}`).inc();
+        if (ttft !== null) classTtftBy(priority).observe(ttft / 1000);
+      }
       if (e.reason !== null) decisionsBy(e.reason).inc();
       const u = e.usage;
       if (u && e.replica) {
@@ -163,6 +171,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         method,
         path,
         key: key ?? undefined,
+        priority: priority ?? undefined,
         status: e.status,
         outcome: e.ending,
         replica: e.replica,

@@ -6,7 +6,7 @@ import type { Health } from '../fleet/health.js';
 import type { ReplicaState } from '../fleet/registry.js';
 import type { RequestIdentity } from '../identify/identity.js';
 import type { Admission } from '../queue/admission.js';
-import { Shed } from '../queue/limiter.js';
+import { Shed, type QueuePlace } from '../queue/limiter.js';
 import type { Decision, RouteReason } from '../routing/types.js';
 import { endInterrupted } from '../stream/interrupt.js';
 import { continuationBody, createResumeLog, createSplice, type ResumeLog } from '../stream/resume.js';
@@ -52,6 +52,8 @@ export interface ForwardRequest {
   readonly streamed: boolean;
   /** The tool-call guard's word on the request (edge/tool-guard.ts): answers checked, and what was raised. */
   readonly tools?: { readonly offered: boolean; readonly adjusted: string | null } | null;
+  /** Its place in the replicas' queues: class and deadline (queue/priority.ts). */
+  readonly place?: QueuePlace | null;
 }
 
 /** How an exchange ended, for the access line, the metrics and the router. */
@@ -153,7 +155,7 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
     if (i > 0) out.reason = 'failover';
     let wait: Promise<void> | null;
     try {
-      wait = deps.admission.acquire(r);
+      wait = deps.admission.acquire(r, ex.place ?? undefined);
     } catch (e) {
       return shed(e, i);
     }
