@@ -126,6 +126,7 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
     plan,
     maxOut: Math.min(plan.ids.length, g.maxTokens),
     httpArrivalMs: arrivalMs,
+    priority: g.priority,
     sink: {
       onToken(s, index) {
         const d = plan.deltas[index];

@@ -35,6 +35,7 @@ export const KNOB_OPTIONS: ParseArgsConfig['options'] = {
   'model': { type: 'string' },
   'root': { type: 'string' },
   'cache-dtype': { type: 'string' },
+  'scheduling-policy': { type: 'string' },
   'output-tokens': { type: 'string' },
   'no-prompt-tokens-details': { type: 'boolean' },
   'no-prefix-caching': { type: 'boolean' },
@@ -55,6 +56,11 @@ export function knobsFromArgs(values: Record<string, unknown>): SimReplicaOption
   if (typeof values.model === 'string') opts.model = values.model;
   if (typeof values.root === 'string') opts.root = values.root;
   if (typeof values['cache-dtype'] === 'string') opts.cacheDtype = values['cache-dtype'];
+  const policy = values['scheduling-policy'];
+  if (policy !== undefined) {
+    if (policy !== 'fcfs' && policy !== 'priority') throw new Error(`--scheduling-policy is fcfs or priority, got ${String(policy)}`);
+    opts.schedulingPolicy = policy;
+  }
   if (typeof values['output-tokens'] === 'string') {
     const [min, max] = values['output-tokens'].split('-').map(Number);
     opts.outputTokens = { min, max: max ?? min };
@@ -72,6 +78,7 @@ export function knobHelp(): string {
     '  --host H'.padEnd(32) + 'listen address (127.0.0.1)',
     '  --model NAME'.padEnd(32) + 'served model name',
     '  --root NAME'.padEnd(32) + 'weights behind the served name in /v1/models (the served name)',
+    '  --scheduling-policy P'.padEnd(32) + 'vLLM --scheduling-policy: fcfs (default; a priority is refused) or priority',
     '  --cache-dtype D'.padEnd(32) + 'vLLM --kv-cache-dtype as reported in vllm:cache_config_info (auto)',
     '  --output-tokens MIN-MAX'.padEnd(32) + 'natural answer length range (20-60)',
     '  --no-prompt-tokens-details'.padEnd(32) + 'leave usage.prompt_tokens_details out',
