@@ -25,7 +25,8 @@ function num(v: string | boolean | undefined, def: number, name: string, min: nu
 export const SHARED_USAGE = `  --batch-share F          shared fleet: batch workers are this share of the clients (0 < F ≤ 0.9); runs no batch,
                            batch with priority off and batch with priority on (x-priority: batch), then the verdict
   --batch-prompt-tokens A-B  batch job prompt tokens (${SHARED_DEFAULTS.batchPromptTokens.join('-')})
-  --batch-output-tokens A-B  batch job answer tokens (${SHARED_DEFAULTS.batchOutputTokens.join('-')})`;
+  --batch-output-tokens A-B  batch job answer tokens (${SHARED_DEFAULTS.batchOutputTokens.join('-')})
+  --slots-per-replica N    shared fleet: the gateway's limits.maxInflightPerReplica (${SHARED_DEFAULTS.slotsPerReplica}; a quarter reserved for voice)`;
 
 export async function sharedMain(a: Flags): Promise<number> {
   const d = SHARED_DEFAULTS;
@@ -42,6 +43,7 @@ export async function sharedMain(a: Flags): Promise<number> {
     outputTokens: range(a['output-tokens'], d.outputTokens, 'output-tokens'),
     thinkMs: range(a['think-ms'], d.thinkMs, 'think-ms'),
     budgetMs: num(a['budget-ms'], d.budgetMs, 'budget-ms', 1, 60_000),
+    slotsPerReplica: num(a['slots-per-replica'], d.slotsPerReplica, 'slots-per-replica', 1, 1024),
     maxDurationS: num(a['max-duration-s'], d.maxDurationS, 'max-duration-s', 1, 3600),
     seed: num(a.seed, d.seed, 'seed', 0, 2 ** 31),
   };
