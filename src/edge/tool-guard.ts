@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
+import type { ToolWatchMode } from '../stream/tool-calls.js';
 import type { Metrics } from '../telemetry/metrics.js';
 
 /** What the guard decided for one request: the fields to change and what the client is told. */
 export interface ToolRequest {
-  /** The request offers tools: its answer is checked for a cut tool call (stream/tool-calls.ts). */
-  readonly offered: boolean;
+  /** How its answer is checked for a cut tool call (stream/tool-calls.ts): tools offered, a call forced, or null (no tools). */
+  readonly watch: ToolWatchMode | null;
   /** Fields to set in the body before it is forwarded (edge/body-fields.ts); null: the bytes go as received. */
   readonly fields: Record<string, unknown> | null;
   /** `x-warmroute-adjusted`'s value when a field was raised (`max_tokens=256`); null otherwise. */
@@ -24,6 +25,8 @@ const FIELDS = ['max_tokens', 'max_completion_tokens'] as const;
 const MAX_WARNED = 10_000;
 
 const offersTools = (parsed: Record<string, unknown>) => Array.isArray(parsed.tools) && parsed.tools.length > 0;
+/** tool_choice "required" or a named function: the answer must be a call. */
+const forcesCall = (parsed: Record<string, unknown>) => parsed.tool_choice === 'required' || (typeof parsed.tool_choice === 'object' && parsed.tool_choice !== null);
 
 /**
  * The prevention half of the tool-call guard: a turn that emits two parallel tool calls in 100
@@ -36,10 +39,11 @@ export function createToolGuard(deps: { metrics: Metrics; log: Logger }): ToolGu
   const raisedBy = Object.fromEntries(FIELDS.map((f) => [f, deps.metrics.toolMaxTokensRaised.labels(f)])) as Record<(typeof FIELDS)[number], { inc(): void }>;
   return {
     prepare(parsed, minTokens, who) {
-      if (!offersTools(parsed)) return { offered: false, fields: null, adjusted: null };
-      if (minTokens <= 0) return { offered: true, fields: null, adjusted: null };
+      if (!offersTools(parsed)) return { watch: null, fields: null, adjusted: null };
+      const watch: ToolWatchMode = forcesCall(parsed) ? 'forced' : 'offered';
+      if (minTokens <= 0) return { watch, fields: null, adjusted: null };
       const low = FIELDS.filter((f) => typeof parsed[f] === 'number' && (parsed[f] as number) < minTokens);
-      if (low.length === 0) return { offered: true, fields: null, adjusted: null };
+      if (low.length === 0) return { watch, fields: null, adjusted: null };
       const raised: Record<string, unknown> = {};
       const was: Record<string, unknown> = {};
       for (const f of low) {
@@ -52,7 +56,7 @@ export function createToolGuard(deps: { metrics: Metrics; log: Logger }): ToolGu
         warned.add(who);
         deps.log.warn({ caller: who, asked: was, raisedTo: minTokens }, 'tool-call request asked for too few tokens: raised to tools.minMaxTokens (a tool call cut mid-JSON is worse than a longer answer); said once per caller');
       }
-      return { offered: true, fields: raised, adjusted: low.map((f) => `${f}=${minTokens}`).join(', ') };
+      return { watch, fields: raised, adjusted: low.map((f) => `${f}=${minTokens}`).join(', ') };
     },
   };
 }

@@ -1,5 +1,5 @@
 import { createSseEvents, type SseEvents } from './sse-events.js';
-import { createBodyToolCallWatch, createToolCallWatch, type ToolCallEnd } from './tool-calls.js';
+import { createBodyToolCallWatch, createToolCallWatch, type ToolCallEnd, type ToolWatchMode } from './tool-calls.js';
 import { usageIn, type Usage } from './usage.js';
 
 export type { Usage };
@@ -61,8 +61,8 @@ function isFirstOutput(type: string, data: string): boolean {
  * An SSE stream: read event by event (stream/sse-events.ts), one character per byte since every
  * marker looked for is ASCII; JSON is never parsed here.
  */
-function sseTap(responses: boolean, tools: boolean): Tap {
-  const toolWatch = tools && !responses ? createToolCallWatch() : null;
+function sseTap(responses: boolean, tools: ToolWatchMode | null): Tap {
+  const toolWatch = tools !== null && !responses ? createToolCallWatch(tools) : null;
   let toolCall: ToolCallEnd | null = null;
   let first = false;
   let firstToken: FirstToken | null = null;
@@ -137,8 +137,8 @@ const HEAD_BYTES = 512;
 const BODY_ID = /^\s*\{\s*"id"\s*:\s*"([^"\\]{1,256})"/;
 
 /** A whole (JSON) body: read for its usage and id only. */
-function bodyTap(responses: boolean, tools: boolean): Tap {
-  const toolWatch = tools && !responses ? createBodyToolCallWatch() : null;
+function bodyTap(responses: boolean, tools: ToolWatchMode | null): Tap {
+  const toolWatch = tools !== null && !responses ? createBodyToolCallWatch(tools) : null;
   let toolCall: ToolCallEnd | null = null;
   let tail: Buffer | null = null;
   let head: Buffer | null = null;
@@ -174,8 +174,8 @@ function bodyTap(responses: boolean, tools: boolean): Tap {
 
 /**
  * `responses`: the body answers POST /v1/responses (its events and object have their own shapes).
- * `tools`: the request offered tools (a chat answer is then checked for a cut tool call).
+ * `tools`: the request offered tools or forced a call (a chat answer is then checked for a cut tool call).
  */
-export function createTap(sse: boolean, responses = false, tools = false): Tap {
+export function createTap(sse: boolean, responses = false, tools: ToolWatchMode | null = null): Tap {
   return sse ? sseTap(responses, tools) : bodyTap(responses, tools);
 }

@@ -3,6 +3,14 @@
 // after a lenient repair, full of placeholders) and nothing says why, so the gateway says it.
 // While the answer streams this costs one substring test per event of a request that offered
 // tools; JSON is parsed only at the end, and only when the answer ended on its length.
+//
+// A request that forces a call (tool_choice "required" or a named function) and ends on its length
+// has had its call cut whatever was sent: vLLM's tool parsers (hermes, on vLLM 0.32) hold a call
+// back until it is complete, so a cut one arrives as no tool call at all, or as its opening
+// markup in `content`.
+
+/** How an answer is checked: the request offered tools, or forced a call. */
+export type ToolWatchMode = 'offered' | 'forced';
 
 /** What the end of an answer showed: whether a tool call was cut, and the response's id (vLLM's request id). */
 export interface ToolCallEnd {
@@ -49,7 +57,7 @@ const utf8Of = (latin1: string): string => Buffer.from(latin1, 'latin1').toStrin
  * A streamed chat completion: the events that carry `tool_calls` are kept, and the length ending
  * noted. At the end their argument deltas are joined per choice and call index and each is checked.
  */
-export function createToolCallWatch(): ToolCallWatch {
+export function createToolCallWatch(mode: ToolWatchMode = 'offered'): ToolCallWatch {
   const kept: string[] = [];
   let keptChars = 0;
   let overflow = false;
@@ -67,8 +75,9 @@ export function createToolCallWatch(): ToolCallWatch {
       }
     },
     end() {
-      if (!length || (kept.length === 0 && !overflow)) return NOT_TRUNCATED;
-      if (overflow) return { truncated: true, responseId };
+      if (!length) return NOT_TRUNCATED;
+      if (mode === 'forced' || overflow) return { truncated: true, responseId };
+      if (kept.length === 0) return NOT_TRUNCATED;
       const args = new Map<string, string>();
       for (const data of kept) {
         let chunk: unknown;
@@ -97,8 +106,8 @@ export function createToolCallWatch(): ToolCallWatch {
  * A whole chat completion body (latin1 text of its bytes): a choice that ended on its length with
  * a tool call whose arguments are not JSON. Parsed only when the body says `"length"` at all.
  */
-export function toolCallEndOfBody(latin1: string): ToolCallEnd {
-  if (!latin1.includes('"tool_calls"') || !LENGTH.test(latin1)) return NOT_TRUNCATED;
+export function toolCallEndOfBody(latin1: string, mode: ToolWatchMode = 'offered'): ToolCallEnd {
+  if ((mode === 'offered' && !latin1.includes('"tool_calls"')) || !LENGTH.test(latin1)) return NOT_TRUNCATED;
   let body: unknown;
   try {
     body = JSON.parse(utf8Of(latin1));
@@ -108,7 +117,9 @@ export function toolCallEndOfBody(latin1: string): ToolCallEnd {
   if (!isObj(body) || !Array.isArray(body.choices)) return NOT_TRUNCATED;
   const responseId = typeof body.id === 'string' ? body.id.slice(0, 256) : null;
   for (const c of body.choices) {
-    if (!isObj(c) || c.finish_reason !== 'length' || !isObj(c.message) || !Array.isArray(c.message.tool_calls)) continue;
+    if (!isObj(c) || c.finish_reason !== 'length') continue;
+    if (mode === 'forced') return { truncated: true, responseId };
+    if (!isObj(c.message) || !Array.isArray(c.message.tool_calls)) continue;
     const args = c.message.tool_calls.map((t: unknown) => (isObj(t) && isObj(t.function) && typeof t.function.arguments === 'string' ? t.function.arguments : ''));
     if (anyOpen(args)) return { truncated: true, responseId };
   }
@@ -121,7 +132,7 @@ export interface BodyToolCallWatch {
   end(): ToolCallEnd;
 }
 
-export function createBodyToolCallWatch(): BodyToolCallWatch {
+export function createBodyToolCallWatch(mode: ToolWatchMode = 'offered'): BodyToolCallWatch {
   let chunks: Buffer[] | null = [];
   let size = 0;
   return {
@@ -135,7 +146,7 @@ export function createBodyToolCallWatch(): BodyToolCallWatch {
     end() {
       const c = chunks;
       chunks = null;
-      return c === null || c.length === 0 ? NOT_TRUNCATED : toolCallEndOfBody(Buffer.concat(c).toString('latin1'));
+      return c === null || c.length === 0 ? NOT_TRUNCATED : toolCallEndOfBody(Buffer.concat(c).toString('latin1'), mode);
     },
   };
 }

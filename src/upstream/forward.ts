@@ -11,7 +11,7 @@ import type { Decision, RouteReason } from '../routing/types.js';
 import { endInterrupted } from '../stream/interrupt.js';
 import { continuationBody, createResumeLog, createSplice, type ResumeLog } from '../stream/resume.js';
 import { createTap, type FirstToken, type Tap, type Usage } from '../stream/tap.js';
-import type { ToolCallEnd } from '../stream/tool-calls.js';
+import type { ToolCallEnd, ToolWatchMode } from '../stream/tool-calls.js';
 import { nowMs, serverTiming, type HopClock } from '../telemetry/hop-clock.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { ExchangeOwner } from './exchange.js';
@@ -51,7 +51,7 @@ export interface ForwardRequest {
    */
   readonly streamed: boolean;
   /** The tool-call guard's word on the request (edge/tool-guard.ts): answers checked, and what was raised. */
-  readonly tools?: { readonly offered: boolean; readonly adjusted: string | null } | null;
+  readonly tools?: { readonly watch: ToolWatchMode | null; readonly adjusted: string | null } | null;
   /** Its place in the replicas' queues: class and deadline (queue/priority.ts). */
   readonly place?: QueuePlace | null;
 }
@@ -238,7 +238,7 @@ export function forward(ex: ForwardRequest, deps: ForwardDeps): void {
         }
         const h = clientResponseHeaders(headers as Record<string, string | string[] | undefined>);
         out.sse = h.contentType.startsWith('text/event-stream');
-        tap = createTap(out.sse, ex.identity.kind === 'responses', ex.tools?.offered === true);
+        tap = createTap(out.sse, ex.identity.kind === 'responses', ex.tools?.watch ?? null);
         out.status = status;
         // An event stream goes out chunked whatever the replica framed it with: if the replica
         // fails mid-way, an error event can still be added (stream/interrupt.ts).

@@ -4,6 +4,7 @@ import { request } from 'undici';
 import { DEFAULT_MODEL, startFleet, type SimFleet } from '../../bench/sim/index.js';
 import { startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
 import { accessLines, startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
+import { rawResponse, sse, startRawReplica } from '../helpers/raw-replica.js';
 
 const TOOLS = [{
   type: 'function',
@@ -74,6 +75,33 @@ describe('tool-call guard: a tool call cut by the token limit is detected', () =
     const lines = (await waitForAccess(g, (ls) => ls.length >= before + 2)).slice(before);
     assert.deepEqual(lines.map((l) => l.toolCallTruncated), [true, undefined]);
     assert.match(await scrape(g.adminUrl), new RegExp(`warmroute_tool_calls_truncated_total\\{model="${DEFAULT_MODEL}"\\} 2\\b`));
+  });
+});
+
+describe('tool-call guard: a forced call cut on its length is caught without any tool_calls sent (vLLM 0.32 with the hermes parser)', () => {
+  it('streamed and unstreamed: tool_choice named or "required" ending on "length" counts; "auto" with the same answer does not', async () => {
+    // What a real vLLM replica answered to a named tool_choice with max_tokens 12: the parser held the
+    // cut call back, so the stream has no tool_calls at all and the body has the call's opening markup as content.
+    const id = 'chatcmpl-a9dafbf9c90c2fb8';
+    const stream = `${sse({ id, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] })}${sse({ id, object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'length' }] })}data: [DONE]\n\n`;
+    const whole = JSON.stringify({ id, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: '<tool_call>{' }, finish_reason: 'length' }] });
+    const replica = await startRawReplica((req) => {
+      const streamed = JSON.parse(req.body.toString()).stream === true;
+      const body = streamed ? stream : whole;
+      req.socket.write(rawResponse(200, [['content-type', streamed ? 'text/event-stream' : 'application/json'], ['content-length', String(Buffer.byteLength(body))]], body));
+    });
+    const g = await startGateway([replica.url], { tools: { minMaxTokens: 0 } });
+    try {
+      const turn = (extra: Record<string, unknown>) => JSON.stringify({ model: 'fixture-model', messages: [{ role: 'user', content: 'book it' }], tools: TOOLS, max_tokens: 12, ...extra });
+      for (const body of [turn({ tool_choice: NAMED, stream: true }), turn({ tool_choice: 'required' }), turn({ tool_choice: 'auto', stream: true }), turn({})]) assert.equal((await post(g, body)).status, 200);
+      const lines = await waitForAccess(g, (ls) => ls.length >= 4);
+      assert.deepEqual(lines.map((l) => l.toolCallTruncated), [true, true, undefined, undefined]);
+      const warns = g.logs.filter((l) => l.level === 40 && /tool call cut/.test(l.msg));
+      assert.deepEqual(warns.map((l) => l.requestId), [id, id]);
+    } finally {
+      await g.close();
+      await replica.close();
+    }
   });
 });
 
