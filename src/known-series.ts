@@ -22,6 +22,7 @@ export function zeroKnownSeries(metrics: Metrics) {
   for (const cause of EJECTION_CAUSES) metrics.ejectionsSkipped.inc({ cause }, 0);
   for (const where of ['tools', 'system', 'history']) metrics.prefixDrift.inc({ where }, 0);
   for (const outcome of ['resumed', 'failed']) metrics.resumes.inc({ outcome }, 0);
+  for (const field of ['max_tokens', 'max_completion_tokens']) metrics.toolMaxTokensRaised.inc({ field }, 0);
   // Also with the in-memory store (which never fails): the store panels read 0, not "No data".
   for (const store of ['sessions', 'responses']) {
     for (const op of STORE_OPS) metrics.storeErrors.inc({ store, op }, 0);

@@ -116,6 +116,16 @@ describe('tool-call guard: tools.minMaxTokens raises a too-small limit (default 
     g = await startGateway(fleet.urls);
     gf = await startGateway([fixture.url]);
   });
+
+  it('its counter is exported at 0 before any request', async () => {
+    const fresh = await startGateway([fixture.url]);
+    try {
+      const text = await scrape(fresh.adminUrl);
+      for (const field of ['max_tokens', 'max_completion_tokens']) assert.match(text, new RegExp(`warmroute_tool_max_tokens_raised_total\\{field="${field}"\\} 0\\b`));
+    } finally {
+      await fresh.close();
+    }
+  });
   after(async () => { await g.close(); await gf.close(); await fleet.close(); await fixture.close(); });
 
   it('the call the limit would have cut comes back whole, with x-warmroute-adjusted, a counter and one warn line per caller', async () => {
