@@ -84,10 +84,11 @@ async function oneRun(urls: string[], mode: SharedMode, o: SharedOptions): Promi
     const sessions = Array.from({ length: o.sessions }, async (_, i) => {
       const sr = rng(o.seed * 1000 + i);
       await sleep(pick(sr, [0, 2000]));
-      const system = messagesOfTokens(pick(sr, o.systemTokens), `agent ${i % 4}.`)[0].content;
+      const textOf = (tokens: number, nonce: string) => String(messagesOfTokens(tokens, nonce)[0].content);
+      const system = textOf(pick(sr, o.systemTokens), `agent ${i % 4}.`);
       const messages: { role: string; content: string }[] = [{ role: 'system', content: system }];
       for (let t = 0; t < o.turns && performance.now() < deadline; t++) {
-        messages.push({ role: 'user', content: messagesOfTokens(pick(sr, o.userTokens) + 8, `s${i}t${t}.`)[0].content });
+        messages.push({ role: 'user', content: textOf(pick(sr, o.userTokens) + 8, `s${i}t${t}.`) });
         const body = { stream: true, stream_options: { include_usage: true }, messages, max_tokens: pick(sr, o.outputTokens) };
         const res = await streamRequest(gw.url, '/v1/chat/completions', body, agent, { 'x-session-id': `caller-${i}` }).catch(() => null);
         if (res === null || res.status !== 200 || res.ttftMs === null) voiceErrors++;
