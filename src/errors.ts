@@ -51,6 +51,8 @@ export const errors = {
   overloaded: define('OVERLOADED', { status: 503, type: 'server_error', code: 'overloaded', message: 'The gateway is at its limit: %s' }),
   noReplica: define('NO_REPLICA', { status: 503, type: 'server_error', code: 'no_healthy_replica', message: 'No healthy replica is available' }),
   queueTimeout: define('QUEUE_TIMEOUT', { status: 503, type: 'server_error', code: 'queue_timeout', message: 'Timed out after %d ms waiting for a free slot (%s)' }),
+  deadlinePassed: define('DEADLINE_PASSED', { status: 503, type: 'server_error', code: 'deadline_exceeded', message: 'The request\'s time-to-first-token deadline (%d ms) passed while it waited for a slot (%s): answered now rather than late' }),
+  shedForInteractive: define('SHED_FOR_INTERACTIVE', { status: 503, type: 'server_error', code: 'overloaded', message: 'A batch request was shed to make room for an interactive one (%s)' }),
   upstreamUnavailable: define('UPSTREAM_UNAVAILABLE', { status: 502, type: 'server_error', code: 'upstream_unavailable', message: 'Replica %s failed before responding: %s' }),
   upstreamTimeout: define('UPSTREAM_TIMEOUT', { status: 504, type: 'server_error', code: 'upstream_timeout', message: 'Replica %s did not respond within %d ms' }),
   upstreamStream: define('UPSTREAM_STREAM', { status: 502, type: 'server_error', code: 'upstream_stream_error', message: 'Replica %s failed mid-stream: %s' }),

@@ -7,7 +7,7 @@ import type { Metrics } from './telemetry/metrics.js';
 import { TRACE_DROP_REASONS } from './telemetry/tracing/export.js';
 import { FAILURE_CAUSES } from './upstream/failures.js';
 
-const SHED_CAUSES = ['queue_full', 'queue_timeout'] as const satisfies readonly ShedCause[];
+const SHED_CAUSES = ['queue_full', 'queue_timeout', 'deadline'] as const satisfies readonly ShedCause[];
 const COLD_REASONS = ['restart', 'long_outage'] as const satisfies readonly ColdReason[];
 
 /**
@@ -24,6 +24,7 @@ export function zeroKnownSeries(metrics: Metrics) {
   for (const where of ['tools', 'system', 'history']) metrics.prefixDrift.inc({ where }, 0);
   for (const outcome of ['resumed', 'failed']) metrics.resumes.inc({ outcome }, 0);
   for (const reason of TRACE_DROP_REASONS) metrics.traceSpansDropped.inc({ reason }, 0);
+  for (const field of ['max_tokens', 'max_completion_tokens']) metrics.toolMaxTokensRaised.inc({ field }, 0);
   // Also with the in-memory store (which never fails): the store panels read 0, not "No data".
   for (const store of ['sessions', 'responses']) {
     for (const op of STORE_OPS) metrics.storeErrors.inc({ store, op }, 0);

@@ -15,7 +15,7 @@ import { createFleet, type Fleet } from './fleet/fleet.js';
 import type { Health } from './fleet/health.js';
 import { createRegistry, type Registry } from './fleet/registry.js';
 import { identityOptionsOf } from './identify/identity.js';
-import { createAdmission } from './queue/admission.js';
+import { createAdmission, reservedSlots } from './queue/admission.js';
 import { createLimiter } from './queue/limiter.js';
 import { createRecorder } from './record/record.js';
 import { createTurns } from './record/turns.js';
@@ -77,8 +77,8 @@ export interface Gateway {
   reconfigure(next: ResolvedConfig): void;
 }
 
-const admissionLimitsOf = (c: ResolvedConfig) => ({ maxInflight: c.limits.maxInflightPerReplica, maxQueued: c.limits.maxQueuedPerReplica, timeoutMs: c.timeouts.queueMs });
-const globalLimitOf = (c: ResolvedConfig) => ({ max: c.limits.maxConcurrent, maxQueued: c.limits.maxQueued, timeoutMs: c.timeouts.queueMs, what: 'gateway' });
+const admissionLimitsOf = (c: ResolvedConfig) => ({ maxInflight: c.limits.maxInflightPerReplica, maxQueued: c.limits.maxQueuedPerReplica, timeoutMs: c.timeouts.queueMs, reservedShare: c.limits.reservedInteractiveShare });
+const globalLimitOf = (c: ResolvedConfig) => ({ max: c.limits.maxConcurrent, maxQueued: c.limits.maxQueued, timeoutMs: c.timeouts.queueMs, what: 'gateway', reserved: reservedSlots(c.limits.maxConcurrent, c.limits.reservedInteractiveShare) });
 
 /** The composition root: every part of the gateway built once, from the configuration. */
 export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Gateway {

@@ -48,6 +48,12 @@ export interface OutputKnobs {
    * the replica's memory for previous_response_id and GET /v1/responses/{id}. Off: store is ignored.
    */
   enableResponsesStore: boolean;
+  /** vLLM --scheduling-policy: fcfs (a request priority other than 0 is refused) or priority. */
+  schedulingPolicy: 'fcfs' | 'priority';
+  /** vLLM --kv-cache-dtype (reported in vllm:cache_config_info; the sim's timing ignores it). */
+  cacheDtype: string;
+  /** The weights behind the served name (`root` in /v1/models); the served name by default. */
+  root: string;
 }
 
 export interface SimReplicaOptions extends Partial<TimingKnobs>, Partial<CapacityKnobs>, Partial<OutputKnobs> {
@@ -128,5 +134,8 @@ export function resolveConfig(opts: SimReplicaOptions = {}, index = 0): SimConfi
     enablePromptTokensDetails: pick(opts.enablePromptTokensDetails, true),
     enablePrefixCaching: pick(opts.enablePrefixCaching, true),
     enableResponsesStore: pick(opts.enableResponsesStore, true),
+    schedulingPolicy: pick(opts.schedulingPolicy, 'fcfs'),
+    cacheDtype: pick(opts.cacheDtype, 'auto'),
+    root: pick(opts.root, pick(opts.model, DEFAULT_MODEL)),
   };
 }

@@ -78,12 +78,30 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
     return true;
   }
 
+  // --scheduling-policy priority (vLLM V1): the waiting queue is ordered by (priority, arrival), a
+  // preempted request goes back in its place there, and the victim of a preemption is the running
+  // request with the largest (priority, arrival) rather than the last admitted.
+  const byPriority = cfg.schedulingPolicy === 'priority';
+  const after = (a: Seq, b: Seq) => a.priority > b.priority || (a.priority === b.priority && a.engineArrivalMs > b.engineArrivalMs);
+  function enqueue(seq: Seq): void {
+    let i = waiting.length;
+    while (i > 0 && after(waiting[i - 1], seq)) i--;
+    waiting.splice(i, 0, seq);
+  }
+  function victimIndex(): number {
+    if (!byPriority) return running.length - 1;
+    let v = running.length - 1;
+    for (let i = 0; i < running.length; i++) if (after(running[i], running[v])) v = i;
+    return v;
+  }
+
   function preempt(seq: Seq): void {
     releaseBlocks(seq);
     seq.numComputed = 0;
     seq.status = 'waiting';
     seq.preemptions++;
-    waiting.unshift(seq);
+    if (byPriority) enqueue(seq);
+    else waiting.unshift(seq);
     hooks.onPreempt(seq);
   }
 
@@ -97,7 +115,10 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
       if (n <= 0) continue;
       let self = false;
       while (!grow(seq, seq.numComputed + n, [])) {
-        const victim = running.pop() as Seq;
+        const vi = victimIndex();
+        const victim = running.splice(vi, 1)[0];
+        // A victim ahead of this one moves it back a place: the loop must not skip the next.
+        if (vi < i) i--;
         const at = out.findIndex((s) => s.seq === victim);
         if (at >= 0) budget += out.splice(at, 1)[0].n;
         preempt(victim);
@@ -206,7 +227,8 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
     submit(seq, dueMs) {
       seq.status = 'waiting';
       seq.engineArrivalMs = dueMs !== undefined ? Math.min(dueMs, performance.now()) : performance.now();
-      waiting.push(seq);
+      if (byPriority) enqueue(seq);
+      else waiting.push(seq);
       startStep(false, dueMs);
     },
     abort(seq) {

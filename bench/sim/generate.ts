@@ -91,6 +91,8 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
   let settled = false;
   let frontendTimer: NodeJS.Timeout | null = null;
   const texts: string[] = [];
+  // A tool call's arguments as generated so far: what a named tool_choice returns when cut on its length.
+  let toolArgs = '';
   ctx.counters.requests++;
 
   const usage = (seq: Seq): Usage => ({
@@ -124,10 +126,12 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
     plan,
     maxOut: Math.min(plan.ids.length, g.maxTokens),
     httpArrivalMs: arrivalMs,
+    priority: g.priority,
     sink: {
       onToken(s, index) {
         const d = plan.deltas[index];
         if (d.t === 'text') texts.push(d.text);
+        else if (d.t === 'tool-args') toolArgs += d.args;
         const events = rsp?.token(d) ?? '';
         if (!g.stream) return;
         const finish = finishOf(index);
@@ -191,6 +195,8 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
         const text = texts.join('');
         if (!chat) body = completionBody(ident, text, finish, usage(s));
         else if (plan.tool && reason === 'stop') body = chatCompletionBody(ident, null, [plan.tool], finish, usage(s));
+        // vLLM answers a named tool_choice with the output as the call's arguments, cut or not.
+        else if (plan.tool && g.toolNamed && finish === 'length') body = chatCompletionBody(ident, null, [{ ...plan.tool, arguments: toolArgs }], finish, usage(s));
         else body = chatCompletionBody(ident, text, [], finish, usage(s));
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(body);

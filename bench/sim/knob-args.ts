@@ -33,6 +33,9 @@ export const KNOB_OPTIONS: ParseArgsConfig['options'] = {
   ...Object.fromEntries(Object.keys(NUMERIC_FLAGS).map((f) => [f, { type: 'string' as const }])),
   'host': { type: 'string' },
   'model': { type: 'string' },
+  'root': { type: 'string' },
+  'cache-dtype': { type: 'string' },
+  'scheduling-policy': { type: 'string' },
   'output-tokens': { type: 'string' },
   'no-prompt-tokens-details': { type: 'boolean' },
   'no-prefix-caching': { type: 'boolean' },
@@ -51,6 +54,13 @@ export function knobsFromArgs(values: Record<string, unknown>): SimReplicaOption
   }
   if (typeof values.host === 'string') opts.host = values.host;
   if (typeof values.model === 'string') opts.model = values.model;
+  if (typeof values.root === 'string') opts.root = values.root;
+  if (typeof values['cache-dtype'] === 'string') opts.cacheDtype = values['cache-dtype'];
+  const policy = values['scheduling-policy'];
+  if (policy !== undefined) {
+    if (policy !== 'fcfs' && policy !== 'priority') throw new Error(`--scheduling-policy is fcfs or priority, got ${String(policy)}`);
+    opts.schedulingPolicy = policy;
+  }
   if (typeof values['output-tokens'] === 'string') {
     const [min, max] = values['output-tokens'].split('-').map(Number);
     opts.outputTokens = { min, max: max ?? min };
@@ -67,6 +77,9 @@ export function knobHelp(): string {
   lines.push(
     '  --host H'.padEnd(32) + 'listen address (127.0.0.1)',
     '  --model NAME'.padEnd(32) + 'served model name',
+    '  --root NAME'.padEnd(32) + 'weights behind the served name in /v1/models (the served name)',
+    '  --scheduling-policy P'.padEnd(32) + 'vLLM --scheduling-policy: fcfs (default; a priority is refused) or priority',
+    '  --cache-dtype D'.padEnd(32) + 'vLLM --kv-cache-dtype as reported in vllm:cache_config_info (auto)',
     '  --output-tokens MIN-MAX'.padEnd(32) + 'natural answer length range (20-60)',
     '  --no-prompt-tokens-details'.padEnd(32) + 'leave usage.prompt_tokens_details out',
     '  --no-prefix-caching'.padEnd(32) + 'disable the prefix cache',

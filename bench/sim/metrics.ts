@@ -143,7 +143,7 @@ export function createMetrics(cfg: SimConfig): Metrics {
       );
       gauge('vllm:cache_config_info', 'Information of the LLMEngine CacheConfig', 1, {
         block_size: String(cfg.blockSize),
-        cache_dtype: 'auto',
+        cache_dtype: cfg.cacheDtype,
         calculate_kv_scales: 'False',
         cpu_offload_gb: '0',
         enable_prefix_caching: cfg.enablePrefixCaching ? 'True' : 'False',

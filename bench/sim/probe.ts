@@ -28,7 +28,8 @@ export function keepAliveAgent(): Agent {
 type Delta = { content?: string; tool_calls?: unknown[] };
 type Choice = { delta?: Delta; text?: string; finish_reason?: string | null };
 
-export function streamRequest(url: string, path: string, body: unknown, agent?: Agent): Promise<StreamResult> {
+/** `headers`: sent besides the content type (x-priority, x-session-id). */
+export function streamRequest(url: string, path: string, body: unknown, agent?: Agent, headers: Record<string, string> = {}): Promise<StreamResult> {
   const payload = Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
@@ -47,7 +48,7 @@ export function streamRequest(url: string, path: string, body: unknown, agent?: 
     };
     const req = request(
       `${url}${path}`,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': payload.length } },
+      { method: 'POST', agent, headers: { ...headers, 'content-type': 'application/json', 'content-length': payload.length } },
       (res) => {
         out.status = res.statusCode ?? 0;
         const events = createSseEvents(({ data }) => {

@@ -39,13 +39,15 @@ export interface GenRequest {
   toolNamed: boolean;
   /** POST /v1/responses: what the response object echoes and what the store keeps. */
   responses?: ResponsesMeta;
+  /** vLLM's `priority` (lower first); 0 when not given. */
+  priority?: number;
 }
 
 type Body = Record<string, unknown>;
 
 export const isObj = (x: unknown): x is Body => !!x && typeof x === 'object' && !Array.isArray(x);
 
-export function common(body: Body, cfg: SimConfig): HttpError | { stream: boolean; includeUsage: boolean; cacheSalt?: string } {
+export function common(body: Body, cfg: SimConfig): HttpError | { stream: boolean; includeUsage: boolean; cacheSalt?: string; priority: number } {
   if (body.model !== undefined && body.model !== null && body.model !== cfg.model) {
     return errors.unknownModel(String(body.model), cfg.model);
   }
@@ -56,9 +58,13 @@ export function common(body: Body, cfg: SimConfig): HttpError | { stream: boolea
     return errors.invalid('cache_salt', "Value error, Parameter 'cache_salt' must be a non-empty string if provided.");
   }
   // StreamOptions.include_usage defaults to true once stream_options is present.
+  const p = body.priority ?? 0;
+  if (typeof p !== 'number' || !Number.isInteger(p)) return errors.invalid('priority', 'Input should be a valid integer', 'int_type', p);
+  // vLLM's processor: a priority under fcfs scheduling is an error, not ignored.
+  if (p !== 0 && cfg.schedulingPolicy !== 'priority') return errors.badRequest(`Got priority ${p} but Priority scheduling is not enabled.`, 'priority');
   const so = body.stream_options;
   const includeUsage = isObj(so) ? so.include_usage !== false && so.include_usage !== null : false;
-  return { stream: body.stream === true, includeUsage, cacheSalt: (body.cache_salt as string | undefined) ?? undefined };
+  return { stream: body.stream === true, includeUsage, cacheSalt: (body.cache_salt as string | undefined) ?? undefined, priority: p };
 }
 
 export function maxTokensField(body: Body, field: string): HttpError | number | undefined {

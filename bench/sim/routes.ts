@@ -71,7 +71,7 @@ function modelsBody(deps: RouteDeps): string {
         object: 'model',
         created,
         owned_by: 'vllm',
-        root: cfg.model,
+        root: cfg.root,
         parent: null,
         max_model_len: cfg.maxModelLen,
         permission: [

@@ -36,6 +36,8 @@ export interface Seq {
   engineArrivalMs: number;
   firstTokenMs: number;
   preemptions: number;
+  /** vLLM's request priority (lower runs first; 0 by default): read under --scheduling-policy priority. */
+  priority: number;
   sink: SeqSink;
 }
 
@@ -54,6 +56,7 @@ export function createSeq(init: {
   plan: OutputPlan;
   maxOut: number;
   httpArrivalMs: number;
+  priority?: number;
   sink: SeqSink;
 }): Seq {
   return {
@@ -74,6 +77,7 @@ export function createSeq(init: {
     engineArrivalMs: 0,
     firstTokenMs: 0,
     preemptions: 0,
+    priority: init.priority ?? 0,
     sink: init.sink,
   };
 }

@@ -17,6 +17,7 @@ import { writeVoiceOutputs } from './output.js';
 import { createProgress } from './progress.js';
 import { WORKLOAD_DEFAULTS } from './workload.js';
 import { AGENTS, type AgentKind } from './orchestrated.js';
+import { sharedMain, SHARED_USAGE } from './shared-main.js';
 
 const W = WORKLOAD_DEFAULTS;
 const USAGE = `usage: npm run bench:voice -- [flags]
@@ -52,7 +53,8 @@ const USAGE = `usage: npm run bench:voice -- [flags]
                            relevance, location and time extraction at once, rewrite, then the answer)
   --budget-ms N            budget for requests and turns over budget (300)
   --seed N                 workload seed (${W.seed})
-  --out DIR                output directory (bench/out)`;
+  --out DIR                output directory (bench/out)
+${SHARED_USAGE}`;
 
 function range(v: string | undefined, def: readonly [number, number], name: string): [number, number] {
   if (v === undefined) return [def[0], def[1]];
@@ -75,7 +77,7 @@ async function main(): Promise<number> {
     options: {
       replicas: s, sessions: s, turns: s, groups: s, 'system-tokens': s, 'user-tokens': s, 'output-tokens': s, 'kv-blocks': s,
       'tool-turns': s, keyless: s, 'body-key': s, 'think-ms': s, 'start-spread-ms': s, strategies: s,
-      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, api: s, agent: s, gateways: s, 'no-warmup': { type: 'boolean' }, 'start-ramp': { type: 'boolean' }, preset: s, help: { type: 'boolean', short: 'h' },
+      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, api: s, agent: s, gateways: s, 'no-warmup': { type: 'boolean' }, 'start-ramp': { type: 'boolean' }, preset: s, 'batch-share': s, 'batch-prompt-tokens': s, 'batch-output-tokens': s, 'slots-per-replica': s, help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   });
@@ -84,6 +86,7 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return 0;
   }
+  if (a['batch-share'] !== undefined) return sharedMain(a);
   const gateways = num(a.gateways, 1, 'gateways', 1, 8);
   const strategies = (a.strategies ?? (gateways > 1 ? `affinity,affinity@${gateways}` : STRATEGIES.join(','))).split(',').map((x) => x.trim()).filter(Boolean);
   for (const st of strategies) {

@@ -28,6 +28,7 @@ export const PRESETS: Record<string, Preset> = {
   // sessions (~17K by their last turn): past 2,100 blocks (33.6K). Grouped, 2-3 agents (≤ 32K) fit.
   'pressure-odd': { about: '10 agents (not a multiple of the replicas: the oracle splits agents), 2,100 KV blocks', flags: { ...PRESSURE, groups: '10', 'kv-blocks': '2100' } },
   'pressure-8': { about: '8 replicas, 64 sessions, 16 agents, 2,500 KV blocks each', flags: { ...PRESSURE, replicas: '8', sessions: '64', groups: '16' } },
+  shared: { about: 'a shared fleet: 16 voice sessions × 6 turns beside batch jobs (3-6K-token prompts, 100-300-token answers) on 2 replicas; no batch / priority off / priority on', flags: { 'batch-share': '0.5' } },
   ramp: {
     about: 'tenants × users: 10 agents, 64 sessions × 8 turns starting at a rising rate over 60 s, 4 replicas of 2,500 blocks',
     flags: { ...PRESSURE, groups: '10', sessions: '64', turns: '8', 'start-spread-ms': '60000', 'start-ramp': true },

@@ -133,6 +133,9 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
         downSince: iso(r.downSince),
         drain: r.drain === null ? null : { ...r.drain, startedAt: iso(r.drain.startedAt), finishedAt: iso(r.drain.finishedAt) },
         models: r.models ? [...r.models] : null,
+        // The fleet configuration audit: what the replica reports, and where it differs from the rest.
+        config: r.config,
+        configMismatch: r.configMismatch,
         lastError: r.lastError,
         lastErrorAt: iso(r.lastErrorAt),
       })),

@@ -48,6 +48,8 @@ export const ApiKeySchema = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.:-]+$', default: 'unnamed' }),
   /** Requests open at once with this key; past it, 429 with Retry-After. 0: no limit. */
   maxConcurrent: Type.Integer({ minimum: 0, default: 0 }),
+  /** The priority class of every request with this key (before any header or body field). */
+  priority: Type.Optional(Type.Union([Type.Literal('interactive'), Type.Literal('batch')])),
 }, { additionalProperties: false });
 
 export const SessionKeySourceSchema = Type.Union([
@@ -246,8 +248,13 @@ export const ConfigSchema = Type.Object({
     unstreamedHeadersMs: Ms(600_000),
     /** Longest silence between two response chunks before the stream is ended with an error. */
     idleMs: Ms(60_000),
-    /** A client that reads nothing of its response for this long is disconnected and its upstream request aborted. */
-    clientStallMs: Ms(60_000),
+    /**
+     * A client that reads nothing of its response for this long is disconnected and its upstream
+     * request aborted. Well under queueMs: a request queued behind a client that stopped reading
+     * gets its slot when the stall is detected, before its own wait runs out (a voice client that
+     * reads nothing for seconds is gone).
+     */
+    clientStallMs: Ms(5_000),
     /** Longest wait in a queue (limits.maxConcurrent, limits.maxInflightPerReplica); then 503. */
     queueMs: Ms(10_000),
     /** SIGTERM: how long in-flight streams may take to finish. */
@@ -269,6 +276,11 @@ export const ConfigSchema = Type.Object({
     maxInflightPerReplica: Type.Integer({ minimum: 0, default: 0 }),
     /** Requests waiting for one replica's limit; beyond it, the next replica, else 503. */
     maxQueuedPerReplica: Type.Integer({ minimum: 0, default: 64 }),
+    /**
+     * Share of each limit's slots (maxConcurrent, maxInflightPerReplica) only interactive requests
+     * may take, so a batch burst never holds the last slot a caller needs (rounded, at most all but one).
+     */
+    reservedInteractiveShare: Type.Number({ minimum: 0, maximum: 1, default: 0.25 }),
   }),
   health: Section({
     /** Active checks: GET /health of every replica (and a /v1/models refresh) on this interval. */
@@ -376,6 +388,35 @@ export const ConfigSchema = Type.Object({
     maxSessions: Type.Integer({ minimum: 1, default: 100_000 }),
     /** Closed turns kept per session for GET /admin/sessions/{key}. */
     keep: Type.Integer({ minimum: 0, maximum: 1000, default: 8 }),
+  }),
+  /** Priority classes (queue/priority.ts): interactive before batch in the gateway's queues. */
+  priority: Section({
+    /** Class of a request with a session key that names none (API key, x-priority, body priority). */
+    sessionDefault: Type.Union([Type.Literal('interactive'), Type.Literal('batch')], { default: 'interactive' }),
+    /** Class of a request without a session key that names none. */
+    keylessDefault: Type.Union([Type.Literal('interactive'), Type.Literal('batch')], { default: 'interactive' }),
+    /** TTFT deadline of an interactive request that names none (x-slo-ttft-ms), its order within the class; 0: none. */
+    interactiveSloMs: Type.Integer({ minimum: 0, default: 0 }),
+    batchSloMs: Type.Integer({ minimum: 0, default: 0 }),
+    /** false: an interactive request whose deadline passes while it queues is answered then (503 deadline_exceeded), not served late. */
+    answerLate: Type.Boolean({ default: false }),
+    /**
+     * The replicas run vLLM's --scheduling-policy priority: a request whose body has no `priority`
+     * gets its class's (lower runs first). Off by default: vLLM refuses a priority under fcfs.
+     */
+    vllm: Section({
+      enabled: Type.Boolean({ default: false }),
+      interactive: Type.Integer({ default: 0 }),
+      batch: Type.Integer({ default: 10 }),
+    }),
+  }),
+  /** Requests that offer tools (the tool-call guard, edge/tool-guard.ts). */
+  tools: Section({
+    /**
+     * A request that offers `tools` and asks for fewer tokens than this (max_tokens or
+     * max_completion_tokens) is raised to it: fewer cut parallel tool calls mid-JSON. 0 = off.
+     */
+    minMaxTokens: Type.Integer({ minimum: 0, default: 256 }),
   }),
   headers: Section({
     /** x-warmroute-replica and x-warmroute-route on responses. */

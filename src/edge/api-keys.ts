@@ -8,6 +8,8 @@ import type { Metrics } from '../telemetry/metrics.js';
 export interface ClientKey {
   name: string;
   maxConcurrent: number;
+  /** The priority class of its requests; null: from the request. */
+  priority: 'interactive' | 'batch' | null;
   /** Requests open with this key now. */
   open: number;
 }
@@ -40,9 +42,10 @@ function entriesOf(list: readonly ApiKeyEntry[], previous: readonly Entry[]): En
   const byHash = new Map(previous.map((e) => [e.digest.toString('hex'), e.key]));
   return list.map((k) => {
     const hex = k.sha256.toLowerCase();
-    const key = byHash.get(hex) ?? { name: k.name, maxConcurrent: k.maxConcurrent, open: 0 };
+    const key = byHash.get(hex) ?? { name: k.name, maxConcurrent: k.maxConcurrent, priority: k.priority ?? null, open: 0 };
     key.name = k.name;
     key.maxConcurrent = k.maxConcurrent;
+    key.priority = k.priority ?? null;
     return { digest: Buffer.from(hex, 'hex'), key };
   });
 }

@@ -18,6 +18,9 @@ import type { Keyring } from './api-keys.js';
 import { discardBody, readBody } from './body.js';
 import { modelsBody } from './models.js';
 import { routeOf } from './routes.js';
+import { priorityOf, type Priority } from '../queue/priority.js';
+import { bodyWithFields } from './body-fields.js';
+import { createToolGuard, type ToolRequest } from './tool-guard.js';
 import { requestTarget } from './target.js';
 
 export interface PipelineDeps extends ForwardDeps {
@@ -75,6 +78,12 @@ interface InFlight {
   body: Buffer | null;
   /** Its spans, when tracing is on. */
   readonly trace: RequestTrace | null;
+  /** A chat request: what the tool-call guard made of it. */
+  tools: ToolRequest | null;
+  /** Its priority class and place in the queues (queue/priority.ts), once the body is read. */
+  priority: Priority | null;
+  /** The API key's configured class, once checked. */
+  keyClass: 'interactive' | 'batch' | null;
 }
 
 /** How an exchange the edge ended itself (never forwarded) is recorded. */
@@ -99,6 +108,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   const shutdownRetryAfter = ['retry-after', '1'];
   const clientGone = (replica: string | null) => metrics.clientAborts.inc({ replica: replica ?? 'none' });
   const aborted = () => ABORTED;
+  const toolGuard = createToolGuard({ metrics, log });
 
   /**
    * Called by the owner's end, from undici's handler or the response's 'close'; the recording runs
@@ -122,7 +132,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
 
   function recordOne(x: InFlight, ended: Ended) {
     try {
-      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key, trace: x.trace });
+      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key, trace: x.trace, priority: x.priority?.cls ?? null });
       if (x.target !== null && x.identity !== null) deps.served?.(x.identity, x.target, x.body, ended);
     } catch (err) {
       log.error({ err, path: x.path }, 'internal error: recording an ended exchange failed');
@@ -161,7 +171,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   function forwardTo(x: InFlight, target: string, body: Buffer | null, decision: Decision, resumable: Record<string, unknown> | undefined, streamed: boolean) {
     x.target = target;
     x.body = body;
-    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, resumable, streamed, trace: x.trace }, deps);
+    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, resumable, streamed, trace: x.trace, tools: x.tools, place: x.priority }, deps);
   }
 
   function refusedForLoad(x: InFlight, e: unknown) {
@@ -176,7 +186,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   function admit(x: InFlight, go: () => void) {
     let wait: Promise<void> | null;
     try {
-      wait = global.acquire();
+      wait = global.acquire(x.priority ?? undefined);
     } catch (e) {
       return refusedForLoad(x, e);
     }
@@ -203,12 +213,13 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     }
     x.owner.holdKey(key);
     x.key = key.name;
+    x.keyClass = key.priority;
   }
 
   return function handle(req, res) {
     const clock = startClock();
     const x: InFlight = {
-      req, res, clock, path: req.url ?? '', key: null, identity: null, target: null, body: null,
+      req, res, clock, path: req.url ?? '', key: null, identity: null, target: null, body: null, tools: null, priority: null, keyClass: null,
       trace: deps.tracing?.begin(req.headers, req.method ?? 'GET', clock.received) ?? null,
       owner: createExchangeOwner<Ended>(res, { admission: deps.admission, global, report: (e) => report(x, e), aborted, clientGone }),
     };
@@ -242,6 +253,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
         if (x.owner.ended) return;
         let resumable: Record<string, unknown> | undefined;
         let streamed = true;
+        let sent = body;
         try {
           if (bodyErr) throw bodyErr;
           if (json === null) {
@@ -255,9 +267,13 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             // Kept for mid-stream resume only (opt-in): a streamed chat completion.
             if (config.resume.enabled && json === 'chat' && streamed) resumable = parsed;
             if (config.logging.logPrompts) log.debug({ session: recorder.sessionTag(x.identity.sessionKey), body: parsed }, 'request body');
+            if (json === 'chat') x.tools = toolGuard.prepare(parsed, config.tools.minMaxTokens, x.key ?? recorder.sessionTag(x.identity.sessionKey ?? x.identity.placementKey) ?? 'anonymous');
+            x.priority = priorityOf({ keyClass: x.keyClass, headers: req.headers, body: json === 'other' ? null : parsed, hasSession: x.identity.sessionKey !== null, arrivedAt: clock.received, options: config.priority });
+            sent = bodyWithFields(parsed, body!, x.tools?.fields ?? null, x.priority.inject === null ? null : { priority: x.priority.inject });
           }
           clock.parsed = nowMs();
-          routeAndForward(x, target.path + target.search, body, resumable, streamed);
+          x.priority ??= priorityOf({ keyClass: x.keyClass, headers: req.headers, body: null, hasSession: x.identity.sessionKey !== null, arrivedAt: clock.received, options: config.priority });
+          routeAndForward(x, target.path + target.search, sent, resumable, streamed);
         } catch (e) {
           refuse(x, e);
         }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.js';
 import { createOutlierDetector, type AttemptResult, type OutlierOptions } from './outlier.js';
 import type { Registry, ReplicaState } from './registry.js';
+import { createConfigWatch } from './config-watch.js';
 import { parseVllmMetrics } from './vllm-stats.js';
 
 export interface HealthOptions {
@@ -87,6 +88,8 @@ export function createHealth(deps: HealthDeps): Health {
   // `replica what` pairs whose endpoint is failing. Warn on the transition into failure only (a
   // broken endpoint would otherwise log every interval), count every failure.
   const failing = new Set<string>();
+  // Replicas configured unlike the rest, from what the checks below read anyway.
+  const configWatch = createConfigWatch({ metrics, log, byName: (name) => registry.byName(name) });
   function unreadable(r: ReplicaState, what: 'models' | 'metrics', e: Error, msg: string) {
     metrics.scrapeErrors.inc({ replica: r.name, what });
     const k = `${r.name} ${what}`;
@@ -178,6 +181,7 @@ export function createHealth(deps: HealthDeps): Health {
       if (models.status !== 200) throw new Error(`GET /v1/models answered ${models.status}`);
       const data = (JSON.parse(models.text) as { data?: { id?: unknown }[] }).data ?? [];
       r.modelEntries = data;
+      configWatch.modelsRead(r, data);
       const first = r.models === null;
       r.models = new Set(data.map((m) => m.id).filter((id): id is string => typeof id === 'string'));
       readable(r, 'models');
@@ -199,6 +203,7 @@ export function createHealth(deps: HealthDeps): Health {
       r.running = stats.running;
       r.kvUsage = stats.kvUsage;
       if (stats.kvCapacityTokens !== null) r.kvCapacityTokens = stats.kvCapacityTokens;
+      configWatch.metricsRead(r, stats.cacheConfigLabels, stats.kvCapacityTokens);
       const lastSeenAlive = r.lastScrapeAt;
       r.lastScrapeAt = Date.now();
       const restarted = (r.startTimeSeconds !== null && stats.startTimeSeconds !== null && stats.startTimeSeconds !== r.startTimeSeconds)
@@ -256,6 +261,7 @@ export function createHealth(deps: HealthDeps): Health {
       failing.delete(`${r.name} models`);
       failing.delete(`${r.name} metrics`);
       outlier.left(r);
+      configWatch.left(r);
       metrics.replicaUp.remove({ replica: r.name });
       metrics.scrapeAge.remove({ replica: r.name });
       metrics.inflight.remove({ replica: r.name });
@@ -271,6 +277,7 @@ export function createHealth(deps: HealthDeps): Health {
       for (const t of timers) clearTimeout(t);
       timers.length = 0;
       outlier.stop();
+      configWatch.stop();
     },
   };
 }

@@ -1,5 +1,7 @@
 import type { UpstreamConfig } from '../config/schema.js';
 import type { ReplicaView } from '../routing/types.js';
+import type { Mismatch } from './config-audit.js';
+import type { ReplicaConfig } from './replica-config.js';
 
 /** How an upstream entry became a replica: listed in config, or one address of a dns:// name. */
 export interface ReplicaSource {
@@ -47,6 +49,10 @@ export interface ReplicaState extends ReplicaView {
   running: number;
   kvUsage: number;
   kvCapacityTokens: number | null;
+  /** What it reports of its configuration (fleet/replica-config.ts); null before the first read. */
+  config: ReplicaConfig | null;
+  /** Settings on which it is configured unlike the fleet (fleet/config-audit.ts); empty when none. */
+  configMismatch: readonly Mismatch[];
   lastError: string | null;
   lastErrorAt: number | null;
   /** Active checks: the verdict, and the run of equal results behind the next one. */
@@ -101,6 +107,8 @@ export function newReplica(u: UpstreamConfig, source: ReplicaSource): ReplicaSta
     running: 0,
     kvUsage: 0,
     kvCapacityTokens: null,
+    config: null,
+    configMismatch: [],
     lastError: null,
     lastErrorAt: null,
     healthy: true,

@@ -1,3 +1,5 @@
+import { labelsOf } from './replica-config.js';
+
 /** The load figures routing reads from a vLLM replica's Prometheus /metrics. */
 export interface VllmStats {
   waiting: number;
@@ -10,6 +12,8 @@ export interface VllmStats {
   startTimeSeconds: number | null;
   /** vllm:prefix_cache_queries_total: going backwards also means a restart. */
   prefixQueries: number | null;
+  /** The labels of the first vllm:cache_config_info sample (the fleet configuration audit); null when absent. */
+  cacheConfigLabels: Record<string, string> | null;
 }
 
 const SAMPLE = /^(vllm:[a-z_]+)(\{[^}]*\})?\s+(\S+)/;
@@ -26,7 +30,7 @@ function label(labels: string, name: string): string | null {
  * non-vLLM upstream is noticed rather than read as idle.
  */
 export function parseVllmMetrics(text: string): VllmStats | null {
-  const s: VllmStats = { waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: null, startTimeSeconds: null, prefixQueries: null };
+  const s: VllmStats = { waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: null, startTimeSeconds: null, prefixQueries: null, cacheConfigLabels: null };
   let seen = false;
   let kvSamples = 0;
   for (const line of text.split('\n')) {
@@ -45,6 +49,7 @@ export function parseVllmMetrics(text: string): VllmStats | null {
         const blocks = Number(label(m[2] ?? '', 'num_gpu_blocks'));
         const size = Number(label(m[2] ?? '', 'block_size'));
         if (blocks > 0 && size > 0) s.kvCapacityTokens = (s.kvCapacityTokens ?? 0) + blocks * size;
+        s.cacheConfigLabels ??= labelsOf(m[2] ?? '');
         seen = true;
         break;
       }

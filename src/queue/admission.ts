@@ -1,5 +1,5 @@
 import type { ReplicaState } from '../fleet/registry.js';
-import { createLimiter, type Limiter } from './limiter.js';
+import { createLimiter, type Limiter, type QueuePlace } from './limiter.js';
 
 /**
  * Admission per replica: at most limits.maxInflightPerReplica requests open on each, a bounded
@@ -8,7 +8,7 @@ import { createLimiter, type Limiter } from './limiter.js';
  */
 export interface Admission {
   /** null when admitted at once; a wait otherwise; throws Shed when the replica's queue is full. */
-  acquire(r: ReplicaState): Promise<void> | null;
+  acquire(r: ReplicaState, place?: QueuePlace): Promise<void> | null;
   release(r: ReplicaState): void;
   /** A wait `acquire` returned for `r` is given up (its client left). */
   cancel(r: ReplicaState, wait: Promise<void>): void;
@@ -21,7 +21,10 @@ export interface Admission {
   closeQueues(error: Error): void;
 }
 
-export interface AdmissionLimits { maxInflight: number; maxQueued: number; timeoutMs: number }
+export interface AdmissionLimits { maxInflight: number; maxQueued: number; timeoutMs: number; reservedShare?: number }
+
+/** Interactive-only slots of a limit of `max` (limits.reservedInteractiveShare). */
+export const reservedSlots = (max: number, share: number) => Math.round(max * share);
 
 export function createAdmission(initial: AdmissionLimits): Admission {
   let opts = initial;
@@ -29,7 +32,7 @@ export function createAdmission(initial: AdmissionLimits): Admission {
   // replica left (drain time ran out) or rejoined under the same name gives its slot back to
   // nothing, rather than to a limiter it never held a slot of.
   const limiters = new Map<string, { replica: ReplicaState; limiter: Limiter }>();
-  const optionsFor = (name: string) => ({ max: opts.maxInflight, maxQueued: opts.maxQueued, timeoutMs: opts.timeoutMs, what: `replica ${name}` });
+  const optionsFor = (name: string) => ({ max: opts.maxInflight, maxQueued: opts.maxQueued, timeoutMs: opts.timeoutMs, what: `replica ${name}`, reserved: reservedSlots(opts.maxInflight, opts.reservedShare ?? 0) });
   // The counting wait handed out → the limiter's own wait, so a client that leaves can give its place up.
   const waits = new Map<Promise<void>, Promise<void>>();
   let closedWith: Error | null = null;
@@ -42,8 +45,8 @@ export function createAdmission(initial: AdmissionLimits): Admission {
     return e.limiter;
   };
   return {
-    acquire(r) {
-      const wait = limiterOf(r).acquire();
+    acquire(r, place) {
+      const wait = limiterOf(r).acquire(place);
       if (wait === null) {
         r.inflight++;
         return null;

@@ -1,19 +1,37 @@
 import { errors, type WarmrouteError } from '../errors.js';
 
 /** Why a request was not admitted: a bounded metric label once prefixed with where (global, replica). */
-export type ShedCause = 'queue_full' | 'queue_timeout';
+export type ShedCause = 'queue_full' | 'queue_timeout' | 'deadline';
 
 export class Shed extends Error {
   constructor(override readonly cause: ShedCause, readonly error: WarmrouteError) { super(error.message); }
 }
 
 /**
- * At most `max` holders at once; up to `maxQueued` more wait in arrival order, each at most
- * `timeoutMs`. Nothing here grows beyond those two numbers. `max` 0 means no limit.
+ * A request's place in a queue (queue/priority.ts): interactive before batch, then the earliest
+ * deadline, then arrival. Without one a request is interactive with no deadline.
+ */
+export interface QueuePlace {
+  readonly batch: boolean;
+  /** performance.now() ms by which its first token is due; Infinity when none. */
+  readonly deadline: number;
+  /** The request's TTFT budget in ms (for the refusal's message); 0 when none. */
+  readonly budgetMs: number;
+  /** An interactive request still queued at its deadline is refused then (priority.answerLate false). */
+  readonly expireAtDeadline: boolean;
+}
+
+const INTERACTIVE: QueuePlace = Object.freeze({ batch: false, deadline: Infinity, budgetMs: 0, expireAtDeadline: false });
+
+/**
+ * At most `max` holders at once; up to `maxQueued` more wait, each at most `timeoutMs`. Nothing
+ * here grows beyond those two numbers. `max` 0 means no limit. The queue is served interactive
+ * first, by deadline within a class; `reserved` of the `max` slots are interactive only, and a full
+ * queue makes room for an interactive arrival by shedding its latest batch waiter.
  */
 export interface Limiter {
   /** null when admitted at once (no promise on the common path); a wait otherwise; throws Shed when the queue is full. */
-  acquire(): Promise<void> | null;
+  acquire(place?: QueuePlace): Promise<void> | null;
   release(): void;
   /**
    * A config reload: new bounds at once. Waiters a higher limit lets in go at once; under a lower
@@ -31,28 +49,61 @@ export interface Limiter {
   readonly queued: number;
 }
 
-export interface LimiterOptions { max: number; maxQueued: number; timeoutMs: number; what: string }
+export interface LimiterOptions {
+  max: number;
+  maxQueued: number;
+  timeoutMs: number;
+  what: string;
+  /** Slots of `max` only interactive requests may take (limits.reservedInteractiveShare); 0 by default. */
+  reserved?: number;
+}
 
-interface Waiter { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout; wait: Promise<void> | null }
+interface Waiter { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout; wait: Promise<void> | null; place: QueuePlace; seq: number }
 
 /** Retry-After for a refusal: the queue wait rounded up to seconds, at least 1. */
 export function retryAfterSeconds(timeoutMs: number): string {
   return String(Math.max(1, Math.ceil(timeoutMs / 1000)));
 }
 
+/** Whether `a` is served before `b`. */
+const before = (a: Waiter, b: Waiter) =>
+  a.place.batch !== b.place.batch ? !a.place.batch : a.place.deadline !== b.place.deadline ? a.place.deadline < b.place.deadline : a.seq < b.seq;
+
 export function createLimiter(initial: LimiterOptions): Limiter {
   let opts = initial;
   let open = 0;
+  let seq = 0;
   const queue: Waiter[] = [];
   let retryAfter = ['retry-after', retryAfterSeconds(opts.timeoutMs)];
   let closedWith: Error | null = null;
+  const reserved = () => (opts.max === 0 ? 0 : Math.min(opts.reserved ?? 0, opts.max - 1));
+  const fits = (p: QueuePlace) => opts.max === 0 || open < opts.max - (p.batch ? reserved() : 0);
+  /** The waiter served next among those its class lets in now; -1 when none. */
+  const nextIndex = () => {
+    let best = -1;
+    for (let i = 0; i < queue.length; i++) {
+      if (!fits(queue[i].place)) continue;
+      if (best < 0 || before(queue[i], queue[best])) best = i;
+    }
+    return best;
+  };
   const admitWaiting = () => {
-    while (queue.length > 0 && (opts.max === 0 || open < opts.max)) {
-      const next = queue.shift()!;
+    for (let i = nextIndex(); i >= 0; i = nextIndex()) {
+      const [next] = queue.splice(i, 1);
       clearTimeout(next.timer);
       open++;
       next.resolve();
     }
+  };
+  /** The batch waiter served last, to shed for an interactive arrival; -1 when none. */
+  const lastBatch = () => {
+    let worst = -1;
+    for (let i = 0; i < queue.length; i++) if (queue[i].place.batch && (worst < 0 || before(queue[worst], queue[i]))) worst = i;
+    return worst;
+  };
+  const drop = (w: Waiter) => {
+    const i = queue.indexOf(w);
+    if (i >= 0) queue.splice(i, 1);
   };
   return {
     configure(o) {
@@ -67,25 +118,36 @@ export function createLimiter(initial: LimiterOptions): Limiter {
         w.reject(error);
       }
     },
-    acquire() {
-      if (opts.max === 0 || open < opts.max) {
+    acquire(place = INTERACTIVE) {
+      if (fits(place)) {
         open++;
         return null;
       }
       if (closedWith !== null) throw closedWith;
       if (queue.length >= opts.maxQueued) {
-        throw new Shed('queue_full', errors.overloaded([`${opts.what}: ${open} in flight and ${queue.length} waiting`], null, undefined, retryAfter));
+        const victim = place.batch ? -1 : lastBatch();
+        if (victim < 0) throw new Shed('queue_full', errors.overloaded([`${opts.what}: ${open} in flight and ${queue.length} waiting`], null, undefined, retryAfter));
+        const [w] = queue.splice(victim, 1);
+        clearTimeout(w.timer);
+        w.reject(new Shed('queue_full', errors.shedForInteractive([opts.what], null, undefined, retryAfter)));
       }
+      const now = performance.now();
+      const untilDeadline = place.expireAtDeadline && !place.batch ? place.deadline - now : Infinity;
+      const byDeadline = untilDeadline < opts.timeoutMs;
       let w!: Waiter;
       const wait = new Promise<void>((resolve, reject) => {
         w = {
           resolve,
           reject,
           wait: null,
+          place,
+          seq: seq++,
           timer: setTimeout(() => {
-            queue.splice(queue.indexOf(w), 1);
-            reject(new Shed('queue_timeout', errors.queueTimeout([opts.timeoutMs, opts.what], null, undefined, retryAfter)));
-          }, opts.timeoutMs),
+            drop(w);
+            reject(byDeadline
+              ? new Shed('deadline', errors.deadlinePassed([place.budgetMs, opts.what], null, undefined, retryAfter))
+              : new Shed('queue_timeout', errors.queueTimeout([opts.timeoutMs, opts.what], null, undefined, retryAfter)));
+          }, Math.max(0, byDeadline ? untilDeadline : opts.timeoutMs)),
         };
         queue.push(w);
       });

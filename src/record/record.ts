@@ -11,6 +11,8 @@ import { throttle } from '../telemetry/throttle.js';
 import type { RequestTrace } from '../telemetry/tracing/request-trace.js';
 import type { FirstToken } from '../stream/tap.js';
 import type { TurnPlace, Turns } from './turns.js';
+import type { ToolCallEnd } from '../stream/tool-calls.js';
+import type { PriorityClass } from '../queue/priority.js';
 import type { Ending } from '../upstream/forward.js';
 
 /** How a request ended, whether or not it was routed. */
@@ -30,6 +32,10 @@ export interface Ended {
   readonly responseId?: string | null;
   /** A stream's first token: content, reasoning or a tool call (what its TTFT ended on). */
   readonly firstToken?: FirstToken | null;
+  /** A request offering tools: whether its answer ended with a tool call cut on its length. */
+  readonly toolCall?: ToolCallEnd | null;
+  /** What the tool-call guard raised before forwarding (`max_tokens=256`). */
+  readonly adjusted?: string | null;
 }
 
 const round = (v: number | null) => (v === null ? null : Math.round(v * 1000) / 1000);
@@ -56,10 +62,11 @@ function memo<T>(make: (key: string) => T): (key: string) => T {
  * stream's a couple of dozen). A field the request never reached is absent, not null: fewer keys
  * for pino to walk and fewer bytes per line, and a reader sees what happened.
  */
-function accessLine(method: string, path: string, key: string | null, identity: RequestIdentity | null, e: Ended, place: TurnPlace | null,
-  ttft: number | null, overhead: number | null, replicaTtft: number | null, hops: ReturnType<typeof hopsOf>, sessionTag: SessionTagger): Record<string, unknown> {
+function accessLine(method: string, path: string, key: string | null, priority: PriorityClass | null, identity: RequestIdentity | null, e: Ended, place: TurnPlace | null,
+  ttft: number | null, overhead: number | null, replicaTtft: number | null, hops: ReturnType<typeof hopsOf>, sessionTag: SessionTagger, truncated: boolean): Record<string, unknown> {
   const line: Record<string, unknown> = { method, path };
   if (key !== null) line.key = key;
+  if (priority !== null) line.priority = priority;
   line.status = e.status;
   line.outcome = e.ending;
   if (e.replica !== null) line.replica = e.replica;
@@ -77,6 +84,8 @@ function accessLine(method: string, path: string, key: string | null, identity: 
   line.stream = e.sse;
   if (ttft !== null) line.ttftMs = round(ttft);
   if (e.firstToken) line.firstToken = e.firstToken;
+  if (truncated) line.toolCallTruncated = true;
+  if (e.adjusted) line.adjusted = e.adjusted;
   if (overhead !== null) line.overheadMs = round(overhead);
   // Flat numbers, not a nested object: pino serialises nested objects on a much slower path.
   if (hops.parse !== null) line.parseMs = round(hops.parse);
@@ -128,8 +137,11 @@ export interface Recorder {
   drift(identity: RequestIdentity, drift: Drift): void;
   /** A request routed: its place in its session's caller turn (record/turns.ts). */
   arrived(identity: RequestIdentity, clock: HopClock): void;
-  /** `key`: the client API key's name, when keys are configured; `trace`: its spans (tracing on), ended here. */
-  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null; trace?: RequestTrace | null }): void;
+  /**
+   * `key`: the client API key's name, when keys are configured; `trace`: its spans (tracing on), ended here;
+   * `priority`: the request's class (queue/priority.ts), null when refused before its body was read.
+   */
+  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null; trace?: RequestTrace | null; priority?: PriorityClass | null }): void;
 }
 
 /**
@@ -150,6 +162,17 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   const cachedBy = memo((replica) => m.cachedTokens.labels(replica));
   const clientBy = memo((k) => m.clientRequests.labels(...(k.split(' ') as [string, string])));
   const driftBy = memo((where) => m.prefixDrift.labels(where));
+  const classBy = memo((k) => m.classRequests.labels(...(k.split(' ') as [string, string])));
+  const classTtftBy = memo((cls) => m.classTtft.labels(cls));
+  // A routed request's model is one a replica serves; the cap is a second bound (a replica whose model list is not read yet keeps any).
+  const modelNames = new Set<string>();
+  const truncatedBy = memo((model) => m.toolCallsTruncated.labels(model));
+  const modelLabel = (model: string | null | undefined) => {
+    if (model === null || model === undefined) return 'none';
+    if (!modelNames.has(model) && modelNames.size >= 64) return 'other';
+    modelNames.add(model);
+    return model;
+  };
   const unreadWarning = throttle(60_000);
   const stallWarning = throttle(60_000);
   // A client that puts the time in its system prompt drifts on every turn: counted every time,
@@ -164,7 +187,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       if (suppressed === null) return;
       log.warn({ session: sessionTag(identity.sessionKey ?? identity.placementKey), sessionSource: identity.sessionKeySource, where: d.where, message: d.message, suppressed }, 'prompt drift: this turn no longer extends the session\'s previous prompt, so its cache is lost from there');
     },
-    record({ method, path, identity, clock, ended: e, key = null, trace = null }) {
+    record({ method, path, identity, clock, ended: e, key = null, trace = null, priority = null }) {
       const place = turns?.ended(clock, e.responseId ?? null) ?? null;
       const hops = hopsOf(clock);
       for (let i = 0; i < HOPS.length; i++) {
@@ -181,6 +204,10 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       const code = outcomeLabel(e);
       requestsBy(`${replica} ${route} ${code}`).inc();
       if (key !== null) clientBy(`${key} ${code}`).inc();
+      if (priority !== null) {
+        classBy(`${priority} ${code}`).inc();
+        if (ttft !== null) classTtftBy(priority).observe(ttft / 1000);
+      }
       if (e.reason !== null) decisionsBy(e.reason).inc();
       const u = e.usage;
       if (u && e.replica) {
@@ -192,6 +219,13 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         m.clientStalls.inc({ replica });
         const suppressed = stallWarning();
         if (suppressed !== null) log.warn({ replica: e.replica, detail: e.error?.message, suppressed }, 'client stopped reading: disconnected, its upstream request aborted');
+      }
+      // A tool call cut mid-JSON reaches the client as arguments it cannot use: loud, each one (with the id vLLM logs it under).
+      const truncated = e.toolCall?.truncated === true;
+      if (truncated) {
+        const model = e.reason !== null ? identity?.model ?? null : null;
+        truncatedBy(modelLabel(model)).inc();
+        log.warn({ replica: e.replica, model, requestId: e.toolCall!.responseId, session: sessionTag(identity?.sessionKey ?? null), stream: e.sse }, 'tool call cut by the token limit (finish_reason "length" with a call unfinished): the client got no usable tool call');
       }
       // A stored response whose id could not be read cannot be followed up on its replica: loud.
       if (identity?.storesResponse && e.ending === 'complete' && e.status >= 200 && e.status < 300 && !e.responseId) {
@@ -210,7 +244,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
           responseId: e.responseId ?? null,
         });
       }
-      if (log.isLevelEnabled('info')) log.info(accessLine(method, path, key, identity, e, place, ttft, overhead, replicaTtft, hops, sessionTag), 'request');
+      if (log.isLevelEnabled('info')) log.info(accessLine(method, path, key, priority, identity, e, place, ttft, overhead, replicaTtft, hops, sessionTag, truncated), 'request');
       // The spans are built from the same clock readings as the histograms above.
       if (trace) {
         const session = sessionTag(identity?.sessionKey ?? null);

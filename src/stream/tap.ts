@@ -1,4 +1,5 @@
 import { createSseEvents, type SseEvents } from './sse-events.js';
+import { createBodyToolCallWatch, createToolCallWatch, type ToolCallEnd, type ToolWatchMode } from './tool-calls.js';
 import { usageIn, type Usage } from './usage.js';
 
 export type { Usage };
@@ -26,6 +27,8 @@ export interface Tap {
   readonly responseId: string | null;
   /** What the first token was; null before it (and always for a whole body). */
   readonly firstToken: FirstToken | null;
+  /** The request offered tools: whether the answer ended with a tool call cut (stream/tool-calls.ts); null otherwise, and before the end. */
+  readonly toolCall: ToolCallEnd | null;
 }
 
 // A token is a non-empty `content` or `text` string, a reasoning model's non-empty
@@ -58,7 +61,9 @@ function isFirstOutput(type: string, data: string): boolean {
  * An SSE stream: read event by event (stream/sse-events.ts), one character per byte since every
  * marker looked for is ASCII; JSON is never parsed here.
  */
-function sseTap(responses: boolean): Tap {
+function sseTap(responses: boolean, tools: ToolWatchMode | null): Tap {
+  const toolWatch = tools !== null && !responses ? createToolCallWatch(tools) : null;
+  let toolCall: ToolCallEnd | null = null;
   let first = false;
   let firstToken: FirstToken | null = null;
   let chunkHasFirst = false;
@@ -69,6 +74,7 @@ function sseTap(responses: boolean): Tap {
   let last: string | null = null;
   const chatEvent = (data: string) => {
     if (data === '[DONE]') { done = true; return; }
+    toolWatch?.event(data);
     if (!first) {
       const m = TOKEN.exec(data);
       if (m !== null) { first = true; chunkHasFirst = true; firstToken = kindOf(m); }
@@ -101,6 +107,7 @@ function sseTap(responses: boolean): Tap {
     ended = true;
     if (last !== null) usage = usageIn(last);
     last = null;
+    toolCall = toolWatch?.end() ?? null;
   };
   return {
     scan(chunk) {
@@ -118,6 +125,7 @@ function sseTap(responses: boolean): Tap {
     get usage() { return usage; },
     get responseId() { return responseId; },
     get firstToken() { return firstToken; },
+    get toolCall() { return toolCall; },
   };
 }
 
@@ -129,13 +137,16 @@ const HEAD_BYTES = 512;
 const BODY_ID = /^\s*\{\s*"id"\s*:\s*"([^"\\]{1,256})"/;
 
 /** A whole (JSON) body: read for its usage and id only. */
-function bodyTap(responses: boolean): Tap {
+function bodyTap(responses: boolean, tools: ToolWatchMode | null): Tap {
+  const toolWatch = tools !== null && !responses ? createBodyToolCallWatch(tools) : null;
+  let toolCall: ToolCallEnd | null = null;
   let tail: Buffer | null = null;
   let head: Buffer | null = null;
   let usage: Usage | null = null;
   let responseId: string | null = null;
   return {
     scan(chunk) {
+      toolWatch?.chunk(chunk);
       if (responses && (head === null || head.length < HEAD_BYTES)) {
         head = head === null ? chunk.subarray(0, HEAD_BYTES) : Buffer.concat([head, chunk.subarray(0, HEAD_BYTES - head.length)]);
       }
@@ -151,15 +162,20 @@ function bodyTap(responses: boolean): Tap {
       if (head !== null) responseId = BODY_ID.exec(head.toString('latin1'))?.[1] ?? null;
       tail = null;
       head = null;
+      toolCall = toolWatch?.end() ?? null;
     },
     get done() { return false; },
     get usage() { return usage; },
     get responseId() { return responseId; },
     firstToken: null,
+    get toolCall() { return toolCall; },
   };
 }
 
-/** `responses`: the body answers POST /v1/responses (its events and object have their own shapes). */
-export function createTap(sse: boolean, responses = false): Tap {
-  return sse ? sseTap(responses) : bodyTap(responses);
+/**
+ * `responses`: the body answers POST /v1/responses (its events and object have their own shapes).
+ * `tools`: the request offered tools or forced a call (a chat answer is then checked for a cut tool call).
+ */
+export function createTap(sse: boolean, responses = false, tools: ToolWatchMode | null = null): Tap {
+  return sse ? sseTap(responses, tools) : bodyTap(responses, tools);
 }

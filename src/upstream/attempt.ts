@@ -164,12 +164,13 @@ export class AnswerAttempt extends Attempt {
     }
     const h = clientResponseHeaders(headers as Record<string, string | string[] | undefined>);
     out.sse = h.contentType.startsWith('text/event-stream');
-    this.host.tap = createTap(out.sse, ex.identity.kind === 'responses');
+    this.host.tap = createTap(out.sse, ex.identity.kind === 'responses', ex.tools?.watch ?? null);
     out.status = status;
     // An event stream goes out chunked whatever the replica framed it with: if the replica
     // fails mid-way, an error event can still be added (stream/interrupt.ts).
     if (h.contentLength !== null && !out.sse) h.headers.push('content-length', h.contentLength);
     if (config.headers.route) h.headers.push(...this.host.routeHeaders());
+    if (out.adjusted !== null) h.headers.push('x-warmroute-adjusted', out.adjusted);
     if (config.headers.serverTiming) h.headers.push('server-timing', serverTiming(ex.clock));
     if (ex.draining()) h.headers.push('connection', 'close');
     ex.owner.res.writeHead(status, h.headers);

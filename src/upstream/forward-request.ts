@@ -8,7 +8,9 @@ import type { ReplicaState } from '../fleet/registry.js';
 import type { RequestIdentity } from '../identify/identity.js';
 import type { Admission } from '../queue/admission.js';
 import type { Decision, RouteReason } from '../routing/types.js';
+import type { QueuePlace } from '../queue/limiter.js';
 import type { FirstToken, Usage } from '../stream/tap.js';
+import type { ToolCallEnd, ToolWatchMode } from '../stream/tool-calls.js';
 import type { HopClock } from '../telemetry/hop-clock.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { ExchangeOwner } from './exchange.js';
@@ -49,6 +51,10 @@ export interface ForwardRequest {
   readonly streamed: boolean;
   /** Its spans (tracing on): each attempt gets a CLIENT span whose context goes to the replica. */
   readonly trace?: RequestTrace | null;
+  /** The tool-call guard's word on the request (edge/tool-guard.ts): answers checked, and what was raised. */
+  readonly tools?: { readonly watch: ToolWatchMode | null; readonly adjusted: string | null } | null;
+  /** Its place in the replicas' queues: class and deadline (queue/priority.ts). */
+  readonly place?: QueuePlace | null;
 }
 
 /** How an exchange ended, for the access line, the metrics and the router. */
@@ -83,4 +89,8 @@ export interface Outcome {
   responseId: string | null;
   /** What the first token of a stream was (content, reasoning, a tool call); null when none or not streamed. */
   firstToken: FirstToken | null;
+  /** A request offering tools: whether its answer ended with a tool call cut on its length. */
+  toolCall: ToolCallEnd | null;
+  /** What the tool-call guard raised (`max_tokens=256`), null when nothing. */
+  adjusted: string | null;
 }

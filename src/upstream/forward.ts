@@ -39,7 +39,7 @@ class Forwarding implements AttemptHost {
   constructor(readonly ex: ForwardRequest, readonly deps: ForwardDeps) {
     const { decision, owner } = ex;
     this.maxAttempts = Math.min(decision.ranked.length, deps.config.limits.maxRetries + 1);
-    this.out = { ending: 'failed', status: 0, replica: null, reason: decision.reason, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null, resumed: false, responseId: null, firstToken: null };
+    this.out = { ending: 'failed', status: 0, replica: null, reason: decision.reason, attempts: 0, usage: null, sse: false, done: false, error: null, upstreamError: null, resumed: false, responseId: null, firstToken: null, toolCall: null, adjusted: ex.tools?.adjusted ?? null };
     this.relay = new ClientRelay(owner.res, owner, deps.config.timeouts.clientStallMs, () => this.stalled());
     owner.onClientGone(() => this.finish('aborted'));
   }
@@ -73,7 +73,7 @@ class Forwarding implements AttemptHost {
     const admission = this.deps.admission;
     let wait: Promise<void> | null;
     try {
-      wait = admission.acquire(r);
+      wait = admission.acquire(r, this.ex.place ?? undefined);
     } catch (e) {
       return refused(e);
     }
@@ -112,6 +112,7 @@ class Forwarding implements AttemptHost {
       out.done = tap.done;
       out.responseId = tap.responseId;
       out.firstToken = tap.firstToken;
+      out.toolCall = tap.toolCall;
     }
     owner.end(out);
   }

@@ -16,7 +16,7 @@ describe('vLLM /metrics', () => {
       'vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.3',
       'vllm:cache_config_info{block_size="16",enable_prefix_caching="True",num_gpu_blocks="1000"} 1.0',
     ].join('\n');
-    assert.deepEqual(parseVllmMetrics(text), { running: 5, waiting: 4, kvUsage: 0.4, kvCapacityTokens: 16_000, startTimeSeconds: null, prefixQueries: null });
+    assert.deepEqual(parseVllmMetrics(text), { running: 5, waiting: 4, kvUsage: 0.4, kvCapacityTokens: 16_000, startTimeSeconds: null, prefixQueries: null, cacheConfigLabels: { block_size: '16', enable_prefix_caching: 'True', num_gpu_blocks: '1000' } });
   });
 
   it('is null for an upstream that is not vLLM, rather than an idle replica', () => {

@@ -1,0 +1,62 @@
+import type { Logger } from 'pino';
+import type { ToolWatchMode } from '../stream/tool-calls.js';
+import type { Metrics } from '../telemetry/metrics.js';
+
+/** What the guard decided for one request: the fields to change and what the client is told. */
+export interface ToolRequest {
+  /** How its answer is checked for a cut tool call (stream/tool-calls.ts): tools offered, a call forced, or null (no tools). */
+  readonly watch: ToolWatchMode | null;
+  /** Fields to set in the body before it is forwarded (edge/body-fields.ts); null: the bytes go as received. */
+  readonly fields: Record<string, unknown> | null;
+  /** `x-warmroute-adjusted`'s value when a field was raised (`max_tokens=256`); null otherwise. */
+  readonly adjusted: string | null;
+}
+
+export interface ToolGuard {
+  /**
+   * A chat request as parsed: raised when it offers tools and asks for fewer than `minTokens`
+   * tokens. `who` names the caller (API key name or session tag) for the once-per-caller warning.
+   */
+  prepare(parsed: Record<string, unknown>, minTokens: number, who: string): ToolRequest;
+}
+
+const FIELDS = ['max_tokens', 'max_completion_tokens'] as const;
+/** Callers already warned about; past this many the set starts again (a bound, not an LRU). */
+const MAX_WARNED = 10_000;
+
+const offersTools = (parsed: Record<string, unknown>) => Array.isArray(parsed.tools) && parsed.tools.length > 0;
+/** tool_choice "required" or a named function: the answer must be a call. */
+const forcesCall = (parsed: Record<string, unknown>) => parsed.tool_choice === 'required' || (typeof parsed.tool_choice === 'object' && parsed.tool_choice !== null);
+
+/**
+ * The prevention half of the tool-call guard: a turn that emits two parallel tool calls in 100
+ * tokens has its second one cut mid-JSON, and the arguments come back as placeholders. A request
+ * that offers tools with a token limit under tools.minMaxTokens is raised to it. Only such a request
+ * is re-encoded; every other keeps the bytes it was sent with.
+ */
+export function createToolGuard(deps: { metrics: Metrics; log: Logger }): ToolGuard {
+  const warned = new Set<string>();
+  const raisedBy = Object.fromEntries(FIELDS.map((f) => [f, deps.metrics.toolMaxTokensRaised.labels(f)])) as Record<(typeof FIELDS)[number], { inc(): void }>;
+  return {
+    prepare(parsed, minTokens, who) {
+      if (!offersTools(parsed)) return { watch: null, fields: null, adjusted: null };
+      const watch: ToolWatchMode = forcesCall(parsed) ? 'forced' : 'offered';
+      if (minTokens <= 0) return { watch, fields: null, adjusted: null };
+      const low = FIELDS.filter((f) => typeof parsed[f] === 'number' && (parsed[f] as number) < minTokens);
+      if (low.length === 0) return { watch, fields: null, adjusted: null };
+      const raised: Record<string, unknown> = {};
+      const was: Record<string, unknown> = {};
+      for (const f of low) {
+        was[f] = parsed[f];
+        raised[f] = minTokens;
+        raisedBy[f].inc();
+      }
+      if (!warned.has(who)) {
+        if (warned.size >= MAX_WARNED) warned.clear();
+        warned.add(who);
+        deps.log.warn({ caller: who, asked: was, raisedTo: minTokens }, 'tool-call request asked for too few tokens: raised to tools.minMaxTokens (a tool call cut mid-JSON is worse than a longer answer); said once per caller');
+      }
+      return { watch, fields: raised, adjusted: low.map((f) => `${f}=${minTokens}`).join(', ') };
+    },
+  };
+}
