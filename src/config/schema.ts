@@ -171,6 +171,8 @@ export const ResponsesSchema = Section({
   fetchMs: Ms(250),
 });
 
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+
 export const STRATEGY_NAMES = ['affinity', 'round-robin', 'least-loaded', 'session-hash'] as const;
 
 export const ConfigSchema = Type.Object({
@@ -373,6 +375,8 @@ export const ConfigSchema = Type.Object({
   }),
   logging: Section({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
+    /** `json`: one JSON object a line, for machines (the default); `pretty`: coloured lines for a terminal. */
+    format: Type.Union(LOG_FORMATS.map((f) => Type.Literal(f)), { default: 'json' }),
     /** Debug only: include prompt text in debug logs. Never on in production. */
     logPrompts: Type.Boolean({ default: false }),
     /**
@@ -413,3 +417,4 @@ export type LostStateAction = (typeof LOST_STATE_ACTIONS)[number];
 export type IdentityConfig = Static<typeof IdentitySchema>;
 export type SessionKeySourceConfig = Static<typeof SessionKeySourceSchema>;
 export type StrategyName = (typeof STRATEGY_NAMES)[number];
+export type LogFormat = (typeof LOG_FORMATS)[number];
