@@ -95,7 +95,7 @@ const globalLimitOf = (c: ResolvedConfig) => ({ max: c.limits.maxConcurrent, max
 
 /** The composition root: every part of the gateway built once, from the configuration. */
 export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Gateway {
-  const log = deps.log ?? createLogger(config.logging.level);
+  const log = deps.log ?? createLogger(config.logging.level, undefined, config.logging.format);
   const metrics = createMetrics({ defaultMetrics: deps.defaultMetrics });
   for (const reason of ROUTE_REASONS) metrics.decisions.inc({ reason }, 0);
   for (const result of ['applied', 'rejected']) metrics.configReloads.inc({ result }, 0);
@@ -209,8 +209,10 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains, turns });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
-  if (config.logging.sessionTagSecret === null) {
-    log.warn({ setting: 'logging.sessionTagSecret' }, 'no session tag secret configured (WARMROUTE_SESSION_TAG_SECRET): one was drawn at start, so session tags in logs correlate within this process only; give every gateway the same secret');
+  // A secret drawn at start only breaks something where gateways share sessions (Redis): there the
+  // same session gets a different tag on each pod. A single gateway's tags correlate as they are.
+  if (config.logging.sessionTagSecret === null && config.redis.url !== null) {
+    log.warn({ setting: 'logging.sessionTagSecret' }, 'gateways share sessions through Redis but no session tag secret is configured (WARMROUTE_SESSION_TAG_SECRET): each gateway drew its own, so one session shows a different tag on each; give every gateway the same secret');
   }
 
   const urlOf = (a: AddressInfo) => {
