@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Agent } from 'undici';
 import { buildAdmin } from './admin/routes.js';
+import { createSessionLookup } from './admin/session-lookup.js';
 import { deepFreeze, performanceWarnings } from './config/load.js';
 import type { ResolvedConfig } from './config/schema.js';
 import { createDataPlaneServer } from './edge/listener.js';
@@ -101,6 +102,8 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   for (const result of ['applied', 'rejected']) metrics.configReloads.inc({ result }, 0);
   const known = zeroKnownSeries(metrics);
   const registry = createRegistry(config.upstreams);
+  // One tagger: the access line's tags and the admin API's lookup by tag must agree.
+  const sessionTag = createSessionTagger(config.logging.sessionTagSecret);
   const store = deps.store ?? (config.redis.url
     ? createRedisSessionStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
     : createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs }));
@@ -155,7 +158,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     keyring, globalLimit,
     agent, admission, health, metrics, config, registry, router, log,
     byName: registry.byName,
-    recorder: createRecorder({ metrics, log, router, sessionTag: createSessionTagger(config.logging.sessionTagSecret), turns }),
+    recorder: createRecorder({ metrics, log, router, sessionTag, turns }),
     identity: identityOptionsOf(config),
     draining: isDraining,
     track(p: Promise<unknown>) {
@@ -206,7 +209,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     drain(name: string) { const ok = fleet.drains.drain(name); if (ok) shared.set(name, true); return ok; },
     undrain(name: string) { const ok = fleet.drains.undrain(name); if (ok) shared.set(name, false); return ok; },
   };
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains, turns });
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains, turns, sessionByTag: createSessionLookup({ store, tag: sessionTag }) });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
   // A secret drawn at start only breaks something where gateways share sessions (Redis): there the

@@ -149,6 +149,8 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         attempts: e.attempts,
         session: sessionTag(identity?.sessionKey ?? null),
         sessionSource: identity?.sessionKeySource ?? null,
+        // A keyless conversation's tag (its placement key's), for GET /admin/sessions/{tag}; never the key.
+        conversation: identity && identity.sessionKey === null ? sessionTag(identity.placementKey) ?? undefined : undefined,
         turn: place?.turn ?? null,
         call: place?.call ?? null,
         // Only a model some replica serves (the request was routed): otherwise it is the client's text.
