@@ -180,7 +180,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       // Every replica's failure series exist from its first scrape at 0, so rate() sees a first burst.
       if (!zeroed.has(r.name)) {
         zeroed.add(r.name);
-        known.replica(r.name);
+        known.replica(r.name, config.routing.options.prefixTtlMs / 1000);
       }
       metrics.sessionsPinned.set({ replica: r.name }, pins.get(r.name) ?? 0);
       metrics.inflight.set({ replica: r.name }, r.inflight);
