@@ -88,3 +88,36 @@ test('the oracle in the report: its own row, no gateway figures ("—"), not in 
   const ttfts = r.records.filter((x) => x.strategy === 'oracle').map((x) => x.ttftMs!);
   assert.equal(oracle.hopsMeanMs.first_token, ttfts.reduce((a, b) => a + b, 0) / ttfts.length);
 });
+
+test('the summary says how many planned requests each strategy served, and why one served fewer', () => {
+  const r = syntheticResult();
+  const full = buildHtml(r);
+  assert.match(full, /<td>12 \/ 12<\/td>/);
+  assert.doesNotMatch(full, /Not every strategy served/);
+  // Round-robin's every request is over the 300 ms budget: a share, with its counts.
+  assert.match(full, /<td>100% \(12 of 12\)<\/td>/);
+  r.summaries[0] = { ...r.summaries[0], truncated: true, requests: 5 };
+  const cut = buildHtml(r);
+  assert.match(cut, /<td>5 \/ 12 \(cut at 60 s\)<\/td>/);
+  assert.match(cut, /Not every strategy served every planned request/);
+});
+
+test('TTFT by turn goes to a log axis where one strategy is 10× another', () => {
+  const r = syntheticResult();
+  const logAxes = (html: string) => (html.match(/client TTFT, ms \(log scale\)/g) ?? []).length;
+  assert.equal(logAxes(buildHtml(r)), 1, 'the CDF only: 400 vs 60 ms is under 10×');
+  r.summaries[1] = { ...r.summaries[1], perTurn: r.summaries[1].perTurn.map((t) => ({ ...t, p50: 10, p90: 12 })) };
+  const html = buildHtml(r);
+  assert.equal(logAxes(html), 2);
+  assertBalanced(html);
+  assert.doesNotMatch(html, /NaN|Infinity/);
+});
+
+test('the per-turn section appears only where turns have several calls', () => {
+  const r = syntheticResult();
+  const turn = (calls: number) => ({ strategy: 'affinity', session: 0, turn: 0, calls, overlapped: false, waitMs: 80, ok: true, adminKey: null, gatewayWaitMs: null, gatewayCalls: null });
+  r.turns = [turn(1), turn(1)] as NonNullable<typeof r.turns>;
+  assert.doesNotMatch(buildHtml(r), /Per turn, not just per request/);
+  r.turns = [turn(1), turn(3)] as NonNullable<typeof r.turns>;
+  assert.match(buildHtml(r), /Per turn, not just per request/);
+});
