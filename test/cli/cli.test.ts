@@ -54,6 +54,14 @@ describe('the command line', () => {
     assert.match(probe.stdout, /--base-url URL/);
   });
 
+  it('docs/cli.md names every flag and environment variable of serve', () => {
+    const doc = readFileSync('docs/cli.md', 'utf8');
+    for (const spec of SERVE_FLAGS) {
+      if ('flag' in spec) assert.ok(doc.includes(`\`--${spec.flag} ${spec.arg}`), `--${spec.flag} in docs/cli.md`);
+      assert.ok(doc.includes(`\`${spec.env}\``), `${spec.env} in docs/cli.md`);
+    }
+  });
+
   it('an unknown flag is one line naming the nearest valid one, exit 2, no stack trace', async () => {
     const { code, stderr } = await cli(['serve', '--stratgy', 'affinity']);
     assert.equal(code, 2);
