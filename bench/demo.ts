@@ -61,7 +61,7 @@ function demoTable(summaries: readonly StrategySummary[], planned: number, capS:
 /** Why a strategy served fewer than planned, in one line (empty when every one served them all). */
 function cutLine(summaries: readonly StrategySummary[], capS: number | undefined): string {
   const cut = summaries.filter((s) => s.truncated).map((s) => LABELS[s.strategy]?.replaceAll('**', '') ?? s.strategy);
-  return cut.length === 0 ? '' : `  ${cut.join(', ')}: cut at the ${capS} s cap (no turn starts after it), so its turns that queued longest, the later ones with the longest history, are not in its figures`;
+  return cut.length === 0 ? '' : `  ${cut.join(', ')}: cut at the ${capS} s cap (no turn starts after it), so the turns that queued longest, the later ones with the longest history, are missing from ${cut.length > 1 ? 'their' : 'its'} figures`;
 }
 
 /** The story in one line: a warm conversation through warmroute against the same turns without affinity. */
