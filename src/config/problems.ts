@@ -29,12 +29,16 @@ function explain(e: ValueError): string {
     const near = typeof e.value === 'string' ? nearestName(e.value, choices) : null;
     return `${got ?? 'this value'} is not one of ${choices.join(', ')}${near ? `; did you mean "${near}"?` : ''}`;
   }
+  // A value of the wrong type: say what the setting takes, with its range.
+  if (WRONG_TYPE.has(e.type)) return `expected ${describeSchema(e.schema)}${got ? ` (got ${got})` : ''}`;
   if (e.type === ValueErrorType.Union) {
     const members = ((e.schema as { anyOf?: TSchema[] }).anyOf ?? []).map(describeSchema);
     return `expected ${members.join(' or ')}${got ? ` (got ${got})` : ''}`;
   }
   return `${e.message}${got ? ` (got ${got})` : ''}`;
 }
+
+const WRONG_TYPE = new Set([ValueErrorType.Integer, ValueErrorType.Number, ValueErrorType.Boolean, ValueErrorType.String]);
 
 /** The values a setting allows when it is a choice (a union of literals: `routing.strategy`), else null. */
 export function literalChoices(schema: TSchema | undefined): string[] | null {

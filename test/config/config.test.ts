@@ -105,6 +105,6 @@ describe('configuration', () => {
     assert.equal(code, 2);
     // Each problem names the flag it came from.
     assert.match(stderr, /--upstream: expected http:\/\/host:port/);
-    assert.match(stderr, /--port: Expected integer \(got "x"\)/);
+    assert.match(stderr, /--port: expected an integer 0–65535 \(got "x"\)/);
   });
 });
