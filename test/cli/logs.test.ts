@@ -36,7 +36,10 @@ describe('logs for people and machines', () => {
 
       const g = await spawnGateway([replica.url]);
       try {
-        assert.deepEqual(g.logs.filter((l) => l.level >= 40).map((l) => l.msg), []);
+        // A replica slow to answer its first check on a loaded machine is news about the fleet, not
+        // the start: every other warning (settings, the session-tag secret) must be absent.
+        const warnings = g.logs.filter((l) => l.level >= 40 && !(l.replica !== undefined && l.cause === 'check'));
+        assert.deepEqual(warnings.map((l) => l.msg), []);
       } finally {
         await g.stop();
       }
