@@ -13,6 +13,7 @@ import { buildHtml } from './report/html.js';
 import { runBench, type BenchOptions, type BenchResult } from './voice/bench.js';
 import { checkReferences, goalLine, referenceLine } from './voice/goals.js';
 import { overBudgetCell, servedCell } from './report/html.js';
+import { sameTurns } from './report/same-turns.js';
 import { LABELS, NO_GATEWAY } from './voice/markdown.js';
 import { viaGateway } from './voice/oracle.js';
 import type { StrategySummary } from './voice/summary.js';
@@ -64,6 +65,14 @@ function cutLine(summaries: readonly StrategySummary[], capS: number | undefined
   return cut.length === 0 ? '' : `  ${cut.join(', ')}: cut at the ${capS} s cap (no turn starts after it), so the turns that queued longest, the later ones with the longest history, are missing from ${cut.length > 1 ? 'their' : 'its'} figures`;
 }
 
+/** The strategies on the requests every one of them served: the like-for-like figures when a run was cut. */
+function sameTurnsLine(result: BenchResult): string {
+  if (!result.summaries.some((s) => s.truncated)) return '';
+  const same = sameTurns(result.records, result.summaries.map((s) => s.strategy));
+  const each = same.byStrategy.map((b) => `${LABELS[b.strategy]?.replaceAll('**', '') ?? b.strategy} p50 ${ms(b.p50)} / p90 ${ms(b.p90)} ms`);
+  return `  on the same ${same.common} requests (those every strategy served): ${each.join('; ')}`;
+}
+
 /** The story in one line: a warm conversation through warmroute against the same turns without affinity. */
 function storyLine(summaries: BenchResult['summaries']): string {
   const wr = summaries.find((s) => s.strategy === 'affinity');
@@ -91,6 +100,7 @@ async function main(): Promise<void> {
     '',
     demoTable(result.summaries, result.params.plannedRequests, DEMO.maxDurationS),
     cutLine(result.summaries, DEMO.maxDurationS),
+    sameTurnsLine(result),
     '',
     storyLine(result.summaries),
     '',

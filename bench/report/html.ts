@@ -6,6 +6,7 @@ import { MULTI_GATEWAY_NOTE, NO_GATEWAY, ORACLE_NOTE, paramsLine } from '../voic
 import { gatewaysOf, viaGateway } from '../voice/oracle.js';
 import type { StrategySummary } from '../voice/summary.js';
 import { COLORS, gatewayHops, hopBreakdown, NAMES, perTurn, ttftCdf } from './charts.js';
+import { sameTurns } from './same-turns.js';
 import { esc } from './svg.js';
 import { turnWaitChart } from './turn-chart.js';
 
@@ -91,6 +92,14 @@ function turnsTable(ss: readonly StrategySummary[]): string {
   return `${dist}<div style="height:10px"></div>${shape}`;
 }
 
+/** Where a run was cut: why, and the strategies on the requests every one of them served. */
+function sameTurnsHtml(r: BenchResult): string {
+  const same = sameTurns(r.records, r.summaries.map((s) => s.strategy));
+  const rows = same.byStrategy.map((b) => `<tr><td>${esc(NAMES[b.strategy] ?? b.strategy)}</td><td>${f(b.p50)}</td><td>${f(b.p90)}</td><td>${f(b.p99)}</td></tr>`);
+  return `<p class="note"><b>Not every strategy served every planned request:</b> a run stops starting turns at its ${r.params.maxDurationS} s cap, so a strategy whose turns queue serves fewer, and its percentiles above leave out its later (longer-history) turns. On the same ${same.common} requests, those every strategy served:</p>
+<table><thead><tr><th>strategy</th><th>TTFT p50 ms</th><th>p90</th><th>p99</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
+}
+
 function goalsList(goals: readonly Goal[], refs: readonly Reference[]): string {
   const items = goals.map((g) => {
     const word = verdictOf(g);
@@ -125,7 +134,7 @@ export function buildHtml(r: BenchResult, title = 'warmroute — voice sessions 
 <p class="sub">${esc(paramsLine(r))}</p>
 <h2>Summary</h2>
 ${summaryTables(r.summaries, r.params.plannedRequests, r.params.maxDurationS)}
-${r.summaries.some((s) => s.truncated) ? `<p class="note"><b>Not every strategy served every planned request:</b> a run stops starting turns at its ${r.params.maxDurationS} s cap, so a strategy whose turns queue serves fewer, and its percentiles leave out its later (longer-history) turns.</p>` : ''}
+${r.summaries.some((s) => s.truncated) ? sameTurnsHtml(r) : ''}
 <p class="note">TTFT: request sent → first content chunk at the client, streaming, every request. Hit rate: Σ vllm:prefix_cache_hits_total / Σ vllm:prefix_cache_queries_total over the replicas during the strategy's run.
 Ideal: every session on a replica of its own with unbounded KV, its agent's system prompt warm once any earlier request computed it — the run's exact token streams replayed through a model of the simulator's prefix cache.
 Load: requests served by the busiest replica over the fleet average. Gateway overhead: warmroute's own <code>warmroute_gateway_overhead_seconds</code> histogram.${r.summaries.some((s) => !viaGateway(s.strategy)) ? `\n${esc(ORACLE_NOTE)}` : ''}${r.summaries.some((s) => gatewaysOf(s.strategy) > 1) ? `\n${esc(MULTI_GATEWAY_NOTE)}` : ''}</p>

@@ -96,10 +96,16 @@ test('the summary says how many planned requests each strategy served, and why o
   assert.doesNotMatch(full, /Not every strategy served/);
   // Round-robin's every request is over the 300 ms budget: a share, with its counts.
   assert.match(full, /<td>100% \(12 of 12\)<\/td>/);
-  r.summaries[0] = { ...r.summaries[0], truncated: true, requests: 5 };
+  // Round-robin cut before its last turn: 8 of 12 served; the like-for-like table has those 8.
+  r.records = r.records.filter((x) => !(x.strategy === 'round-robin' && x.turn === 2));
+  r.summaries[0] = { ...r.summaries[0], truncated: true, requests: 8 };
   const cut = buildHtml(r);
-  assert.match(cut, /<td>5 \/ 12 \(cut at 60 s\)<\/td>/);
+  assert.match(cut, /<td>8 \/ 12 \(cut at 60 s\)<\/td>/);
   assert.match(cut, /Not every strategy served every planned request/);
+  assert.match(cut, /On the same 8 requests, those every strategy served/);
+  const affinityRow = /<tr><td>warmroute \(affinity\)<\/td><td>(\d+)<\/td>/.exec(cut);
+  assert.ok(affinityRow, 'a row for warmroute in the same-requests table');
+  assertBalanced(cut);
 });
 
 test('TTFT by turn goes to a log axis where one strategy is 10× another', () => {
