@@ -30,7 +30,6 @@ export interface AdminDeps {
 /** Each route's line in the index (GET / and GET /admin), declared where the route is. */
 interface RouteDoc { readonly summary: string }
 
-
 const OPEN_PATHS = new Set(['/metrics', '/healthz', '/readyz']);
 
 /**
@@ -89,13 +88,14 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
     void sendError(reply, errors.adminTokenRequired([], null, undefined, ['www-authenticate', 'Bearer']));
   });
 
-  // Every answer is JSON in OpenAI's error shape when it is an error, the unknown paths included.
+  // The index lists what the routes below declare, so it cannot leave one out or list a dead one.
   const index: { method: string; path: string; summary: string }[] = [];
   app.addHook('onRoute', (route) => {
     const summary = (route.config as Partial<RouteDoc> | undefined)?.summary;
     if (summary === undefined) return;
     for (const method of [route.method].flat()) if (method !== 'HEAD') index.push({ method, path: route.url, summary });
   });
+  // Every error is JSON in OpenAI's shape (errors.ts), unknown paths and fastify's own included.
   app.setNotFoundHandler((req, reply) => {
     const q = req.url.indexOf('?');
     return sendError(reply, errors.notFound([req.method, `${q < 0 ? req.url : req.url.slice(0, q)} (GET /admin lists the endpoints)`], null));
