@@ -91,9 +91,11 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
   // The index lists what the routes below declare, so it cannot leave one out or list a dead one.
   const index: { method: string; path: string; summary: string }[] = [];
   app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat().filter((m) => m !== 'HEAD');
+    if (methods.length === 0) return;
     const summary = (route.config as Partial<RouteDoc> | undefined)?.summary;
-    if (summary === undefined) return;
-    for (const method of [route.method].flat()) if (method !== 'HEAD') index.push({ method, path: route.url, summary });
+    if (summary === undefined) throw new Error(`admin route ${route.url} has no summary for the index (doc())`);
+    for (const method of methods) index.push({ method, path: route.url, summary });
   });
   // Every error is JSON in OpenAI's shape (errors.ts), unknown paths and fastify's own included.
   app.setNotFoundHandler((req, reply) => {
