@@ -87,7 +87,9 @@ function readFile(path: string): Raw {
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    throw new ConfigError([`cannot read config file ${path}: ${(e as Error).message}`]);
+    const err = e as NodeJS.ErrnoException;
+    const why = err.code === 'ENOENT' ? 'no such file' : err.code === 'EACCES' ? 'permission denied' : err.message;
+    throw new ConfigError([`cannot read config file ${path}: ${why}`]);
   }
   try {
     const doc = parseYaml(text) as unknown;
@@ -95,7 +97,9 @@ function readFile(path: string): Raw {
     if (typeof doc !== 'object' || Array.isArray(doc)) throw new Error('the top level must be a mapping');
     return doc as Raw;
   } catch (e) {
-    throw new ConfigError([`${path}: ${(e as Error).message}`]);
+    // The YAML parser's message goes on with a code frame over several lines; its first line names
+    // the problem and its line and column.
+    throw new ConfigError([`${path}: ${(e as Error).message.split('\n')[0].replace(/:$/, '')}`]);
   }
 }
 

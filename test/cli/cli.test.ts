@@ -108,3 +108,13 @@ describe('the command line', () => {
     }
   });
 });
+
+describe('config files that cannot be read', () => {
+  it('a YAML syntax error and a missing file are one line each', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'warmroute-cli-'));
+    const file = join(dir, 'bad.yaml');
+    writeFileSync(file, 'upstreams:\n  - url: http://a:1\nlimits: {bodyBytes: 1\n');
+    assert.throws(() => loadConfig({ config: file }, {}), (e: Error) => /at line \d+, column \d+$/.test(e.message) && !e.message.includes('\n'));
+    assert.throws(() => loadConfig({ config: join(dir, 'none.yaml') }, {}), (e: Error) => e.message === `invalid configuration: cannot read config file ${join(dir, 'none.yaml')}: no such file`);
+  });
+});
