@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { argvProblem } from './config/argv.js';
 import { SERVE_FLAGS, serveHelp } from './config/flags.js';
-import { ConfigError, flagsFromEnv, loadConfig, type ServeFlags } from './config/load.js';
+import { ConfigError, flagsFromEnv, loadConfig, misspelledEnv, type ServeFlags } from './config/load.js';
 import { nearestName } from './config/nearest.js';
 import { watchConfigFile } from './config/watch.js';
 import { buildGateway } from './server.js';
@@ -73,6 +73,7 @@ async function serve(argv: string[]): Promise<number> {
     throw e;
   }
   const gateway = buildGateway(config);
+  for (const { name, meant } of misspelledEnv(process.env)) gateway.log.warn({ env: name, meant }, `${name} is not a setting and is ignored: did you mean ${meant}?`);
   try {
     await gateway.listen();
   } catch (e) {

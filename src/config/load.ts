@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { withDefaults } from './defaults.js';
 import { SERVE_FLAGS, type FlagSpec } from './flags.js';
+import { nearestName } from './nearest.js';
 import { ConfigSchema, type ResolvedConfig, type RoutingOptions, type UpstreamConfig } from './schema.js';
 
 export class ConfigError extends Error {
@@ -42,6 +43,20 @@ export function flagsFromEnv(env: NodeJS.ProcessEnv): ServeFlags {
     else (out as Record<string, string>)[spec.key] = v;
   }
   return out;
+}
+
+/**
+ * WARMROUTE_* variables that are no setting but one letter or three away from one
+ * (WARMROUTE_STRATEGIE): ignored, so worth a warning. Others (a tool's own WARMROUTE_ names) are
+ * left alone.
+ */
+export function misspelledEnv(env: NodeJS.ProcessEnv): { name: string; meant: string }[] {
+  const known = SPECS.map((s) => s.env);
+  return Object.keys(env).flatMap((name) => {
+    if (!name.startsWith('WARMROUTE_') || known.includes(name)) return [];
+    const meant = nearestName(name, known);
+    return meant ? [{ name, meant }] : [];
+  });
 }
 
 type Raw = Record<string, any>;

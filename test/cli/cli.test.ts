@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SERVE_FLAGS, schemaAt } from '../../src/config/flags.js';
-import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { ConfigError, loadConfig, misspelledEnv } from '../../src/config/load.js';
 
 function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -116,5 +116,12 @@ describe('config files that cannot be read', () => {
     writeFileSync(file, 'upstreams:\n  - url: http://a:1\nlimits: {bodyBytes: 1\n');
     assert.throws(() => loadConfig({ config: file }, {}), (e: Error) => /at line \d+, column \d+$/.test(e.message) && !e.message.includes('\n'));
     assert.throws(() => loadConfig({ config: join(dir, 'none.yaml') }, {}), (e: Error) => e.message === `invalid configuration: cannot read config file ${join(dir, 'none.yaml')}: no such file`);
+  });
+});
+
+describe('environment variables', () => {
+  it('a WARMROUTE_ name close to a setting is named with the setting it likely meant; other tools\' names are left alone', () => {
+    const found = misspelledEnv({ WARMROUTE_STRATEGIE: 'x', WARMROUTE_LOG_LEVLE: 'debug', WARMROUTE_PORT: '1', WARMROUTE_CACHE: '/tmp', WARMROUTE_PEERS_VENV: '/v', PATH: '/bin' });
+    assert.deepEqual(found, [{ name: 'WARMROUTE_STRATEGIE', meant: 'WARMROUTE_STRATEGY' }, { name: 'WARMROUTE_LOG_LEVLE', meant: 'WARMROUTE_LOG_LEVEL' }]);
   });
 });
