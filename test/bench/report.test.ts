@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { cutLine, demoTable, sameTurnsLine } from '../../bench/report/demo-text.js';
 import { buildHtml } from '../../bench/report/html.js';
 import { markdownReport, shortTable } from '../../bench/voice/markdown.js';
 import { syntheticResult } from './fixtures.js';
@@ -126,4 +127,18 @@ test('the per-turn section appears only where turns have several calls', () => {
   assert.doesNotMatch(buildHtml(r), /Per turn, not just per request/);
   r.turns = [turn(1), turn(3)] as NonNullable<typeof r.turns>;
   assert.match(buildHtml(r), /Per turn, not just per request/);
+});
+
+test('the demo prints served / planned first, why a run was cut, and the strategies on the same requests', () => {
+  const r = syntheticResult();
+  const table = demoTable(r.summaries, 12, 60).split('\n');
+  assert.match(table[0], /^\| strategy \| served \/ planned \| TTFT p50 ms/);
+  assert.match(table[2], /^\| round-robin \| 12 \/ 12 \| \d+ /);
+  assert.equal(cutLine(r.summaries, 60), '');
+  assert.equal(sameTurnsLine(r), '');
+  r.records = r.records.filter((x) => !(x.strategy === 'round-robin' && x.turn === 2));
+  r.summaries[0] = { ...r.summaries[0], truncated: true, requests: 8 };
+  assert.match(demoTable(r.summaries, 12, 60), /\| round-robin \| 8 \/ 12 \(cut at 60 s\) \|/);
+  assert.match(cutLine(r.summaries, 60), /round-robin: cut at the 60 s cap .* missing from its figures/);
+  assert.match(sameTurnsLine(r), /on the same 8 requests \(those every strategy served\): round-robin p50 \d+ \/ p90 \d+ ms; warmroute \(affinity\) p50/);
 });
