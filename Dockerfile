@@ -33,9 +33,11 @@ COPY --from=build /app/dist ./dist
 USER 1000:1000
 # listen.port and admin.port (src/config/schema.ts).
 EXPOSE 8080 9090
-# The admin port's /healthz, with the node binary the image already has (no curl in -slim).
+# The admin port's /healthz, asked by the gateway's own CLI (no curl in -slim): it finds the port
+# as the gateway did, from the serving process's flags (PID 1's command line), WARMROUTE_* and the
+# config file, so an admin port set by `serve --admin-port N` or `--config` is followed too.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.WARMROUTE_ADMIN_PORT || 9090) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "dist/cli.js", "healthcheck"]
 # node is PID 1 (exec form, no shell, no npm): SIGTERM reaches the gateway, which turns /readyz
 # false, lets open streams finish (timeouts.drainMs, 30 s by default) and exits 0.
 STOPSIGNAL SIGTERM

@@ -3,7 +3,10 @@
 // decode of a real captured frame and of a 9K-token BlockStored batch, applying it, and learning
 // the request's engine blocks from it (after the response, off the hot path).
 //
-//   npm run bench:kv-events [-- --iterations N]
+//   npm run bench:kv-events [-- --iterations N] [--no-fleet]
+//
+// Then KV events at fleet scale (bench/kv-events-fleet.ts): CPU per block event at an H100
+// replica's event rate, replicas per pod core, bytes per block, RSS at 256 replicas.
 
 import { readFileSync } from 'node:fs';
 import { encode } from '@msgpack/msgpack';
@@ -13,6 +16,7 @@ import { createKvResidency } from '../src/routing/kv-residency.js';
 import { createRouter } from '../src/routing/router.js';
 import type { ReplicaView } from '../src/routing/types.js';
 import { createMemorySessionStore } from '../src/store/memory.js';
+import { reportFleet } from './kv-events-fleet.js';
 import { fmt, percentiles } from './lib/percentiles.js';
 
 const args = process.argv.slice(2);
@@ -68,6 +72,8 @@ const outcome = { replica: 'r3', result: 'ok' as const, replicaTtftMs: 70, promp
 withEvents.served(id, outcome);
 without.served(id, outcome);
 
+const res = createKvResidency({ maxBlocks: 262_144, hooks: { lost: () => undefined, cleared: () => undefined } });
+res.setLive('r0', 0, true);
 const rows = [
   measure('identify chat 9K tokens / 20 messages', N, () => void identify('chat', chat, headers, DEFAULT_IDENTITY_OPTIONS)),
   measure('route(), 8 replicas, KV events off', N, () => void without.route({ identity: id, replicas })),
@@ -75,7 +81,7 @@ const rows = [
   measure('decode a real vLLM frame (16 blocks × 128 tokens)', N, () => void decodeFrame(real)),
   measure('decode a 9K-token BlockStored batch (562 blocks)', Math.min(N, 2000), () => void decodeBatch(storedPayload)),
   measure('apply that batch + learn the request (off the hot path)', Math.min(N, 2000), (i) => {
-    const res = createKvResidency({ maxBlocks: 262_144, hooks: { lost: () => undefined, cleared: () => undefined } });
+    res.reset('r0');
     res.apply('r0', stored, i);
     res.learn('r0', id.chain, id.chainTokens, 9000, 0);
   }),
@@ -86,3 +92,5 @@ console.log('case'.padEnd(60) + 'p50 µs'.padStart(10) + 'p90 µs'.padStart(10) 
 for (const [name, p] of rows) console.log(name.padEnd(60) + fmt(p.p50, 1).padStart(10) + fmt(p.p90, 1).padStart(10) + fmt(p.p99, 1).padStart(10));
 const [off, on] = [rows[1][1], rows[2][1]];
 console.log(`\nroute() with KV events live / off (p50): ${(on.p50 / off.p50).toFixed(2)}×`);
+
+if (!args.includes('--no-fleet')) await reportFleet();

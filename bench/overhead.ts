@@ -6,7 +6,10 @@
  * concurrency 1 and 50, streaming. Concurrency 1 is measured twice: steady (blocks of requests to
  * one target, as a `wrk -c1` run would) and interleaved (one request per target in turn, so each
  * request finds the target idle and its caches cold after the others ran). Also the CPU each
- * target spends per request (/proc). Writes bench/out/overhead.{json,md}.
+ * target spends per request (/proc). --production adds the gateway as a production config has it:
+ * with KV cache events from the upstream (a steady trickle of stored and removed blocks) and, for
+ * the cost of caller turns (on by default), the same gateway with turns off. Writes
+ * bench/out/overhead.{json,md}.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -15,7 +18,7 @@ import { fmt, percentiles, type Percentiles } from './lib/percentiles.js';
 import { call } from './lib/http.js';
 import { histogramQuantile } from './lib/prom.js';
 import { benchBody, closePools, interleaved, loaded, rotatedRounds, steadyBlocks, warm } from './overhead/load.js';
-import { nginxPath, startNaive, startNginx, startRawNode, startFastifyUndici, startTcpPipe, startUpstream, startWarmroute, type Target } from './overhead/targets.js';
+import { gatewayConfigFile, nginxPath, startNaive, startNginx, startRawNode, startFastifyUndici, startTcpPipe, startUpstream, startWarmroute, type Target } from './overhead/targets.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -28,6 +31,7 @@ const { values: args } = parseArgs({
     'no-naive': { type: 'boolean', default: false },
     'no-raw': { type: 'boolean', default: false },
     out: { type: 'string', default: 'bench/out' },
+    production: { type: 'boolean', default: false },
   },
 });
 const N1 = Number(args.requests);
@@ -37,8 +41,13 @@ const ROUNDS = Number(args.rounds);
 const body = benchBody(Number(args['body-kb']));
 const progress = (s: string) => process.stderr.write(`\r\x1b[K${s}`);
 
-const upstream = await startUpstream();
+const upstream = await startUpstream({ kv: args.production });
 const targets: Target[] = [upstream, await startWarmroute(upstream.url, ['--log-level', 'info'])];
+if (args.production) {
+  const info = ['--log-level', 'info'];
+  targets.push(await startWarmroute('', ['--config', gatewayConfigFile({ upstreams: [{ url: upstream.url }], turns: { enabled: false } }), ...info], undefined, 'warmroute, turns off'));
+  targets.push(await startWarmroute('', ['--config', gatewayConfigFile({ upstreams: [{ url: upstream.url, kvEvents: upstream.kvEvents }] }), ...info], undefined, 'warmroute + KV events'));
+}
 if (!args['no-raw']) {
   targets.push(await startRawNode(upstream.url));
   targets.push(await startFastifyUndici(upstream.url));
@@ -82,21 +91,36 @@ try {
   const floor1i = added('1 interleaved', 'node:http+undici');
   const cpu = (name: string) => cpuPerReq.get(name) ?? null;
   const floorCpu = cpu('node:http+undici');
-  // The request path's budget (issue "One request path a platform team can trust"): against the
-  // bare node:http + undici proxy measured in the same run.
+  // The request path's budget: against the bare node:http + undici proxy measured in the same run.
+  // A ratio to the floor's added p99 says something only when that is above direct's own noise.
+  const floor50Raw = added(50, 'node:http+undici');
+  const floor50 = floor50Raw !== null && floor50Raw.p99 > 0 ? floor50Raw : null;
+  const wr50 = added(50, 'warmroute')!;
   const goals = {
     addedP50AtC1Ms: wr1.p50,
     floorAddedP50AtC1Ms: floor1?.p50 ?? null,
     addedP50AtC1AboveFloorMs: floor1 ? wr1.p50 - floor1.p50 : null,
-    addedP50AtC1Goal: '≤ floor + 0.25 ms',
-    addedP50AtC1Met: floor1 ? wr1.p50 <= floor1.p50 + 0.25 : null,
+    addedP50AtC1Goal: '≤ floor + 0.1 ms',
+    addedP50AtC1Met: floor1 ? wr1.p50 <= floor1.p50 + 0.1 : null,
     addedP50AtC1InterleavedAboveFloorMs: floor1i ? wr1i.p50 - floor1i.p50 : null,
+    addedP99AtC50Ms: wr50.p99,
+    floorAddedP99AtC50Ms: floor50?.p99 ?? null,
+    addedP99AtC50Ratio: floor50 ? wr50.p99 / floor50.p99 : null,
+    addedP99AtC50Goal: 1.5,
+    addedP99AtC50Met: floor50 ? wr50.p99 / floor50.p99 <= 1.5 : null,
     cpuPerRequestAtC50Us: (cpu('warmroute') ?? NaN) * 1e6,
     floorCpuPerRequestAtC50Us: floorCpu === null ? null : floorCpu * 1e6,
     cpuRatioToFloor: floorCpu ? (cpu('warmroute') ?? NaN) / floorCpu : null,
-    cpuRatioGoal: 1.6,
-    cpuRatioMet: floorCpu ? (cpu('warmroute') ?? NaN) / floorCpu <= 1.6 : null,
+    cpuRatioGoal: 1.3,
+    cpuRatioMet: floorCpu ? (cpu('warmroute') ?? NaN) / floorCpu <= 1.3 : null,
   };
+  const ratios = floorCpu && floor1
+    ? targets.filter((t) => t.name.startsWith('warmroute')).map((t) => {
+      const a1 = added('1 steady', t.name)!;
+      const a50 = added(50, t.name)!;
+      return `| ${t.name} | +${fmt(a1.p50 - floor1.p50, 3)} | ${floor50 ? `${fmt(a50.p99 / floor50.p99, 2)}×` : 'n/a'} | ${fmt((cpu(t.name) ?? NaN) / floorCpu, 2)}× (${fmt((cpu(t.name) ?? NaN) * 1e6, 0)} µs) |`;
+    })
+    : [];
 
   const lines = [
     `# Gateway overhead (${new Date().toISOString()})`,
@@ -112,10 +136,14 @@ try {
     '',
     goals.addedP50AtC1Met === null
       ? 'Goals are judged against node:http+undici: run without --no-raw.'
-      : `Goal: added TTFT p50 at concurrency 1 ≤ node:http+undici's + 0.25 ms → steady ${fmt(wr1.p50, 3)} vs ${fmt(goals.floorAddedP50AtC1Ms!, 3)} ms (+${fmt(goals.addedP50AtC1AboveFloorMs!, 3)}, ${goals.addedP50AtC1Met ? 'met' : 'NOT met'}); interleaved +${fmt(goals.addedP50AtC1InterleavedAboveFloorMs!, 3)} ms.`,
+      : `Goal: added TTFT p50 at concurrency 1 ≤ node:http+undici's + 0.1 ms → steady ${fmt(wr1.p50, 3)} vs ${fmt(goals.floorAddedP50AtC1Ms!, 3)} ms (+${fmt(goals.addedP50AtC1AboveFloorMs!, 3)}, ${goals.addedP50AtC1Met ? 'met' : 'NOT met'}); interleaved +${fmt(goals.addedP50AtC1InterleavedAboveFloorMs!, 3)} ms.`,
+    goals.addedP99AtC50Met === null
+      ? (floor50Raw !== null ? `Goal: added TTFT p99 at concurrency 50 ≤ 1.5 × node:http+undici's → not judged: the floor's added p99 (${fmt(floor50Raw.p99, 3)} ms) is within direct's own noise in this run.` : '')
+      : `Goal: added TTFT p99 at concurrency 50 ≤ 1.5 × node:http+undici's → ${fmt(goals.addedP99AtC50Ms, 3)} vs ${fmt(goals.floorAddedP99AtC50Ms!, 3)} ms = ${fmt(goals.addedP99AtC50Ratio!, 2)}× (${goals.addedP99AtC50Met ? 'met' : 'NOT met'}).`,
     goals.cpuRatioMet === null
       ? ''
-      : `Goal: CPU per request at concurrency 50 ≤ 1.6 × node:http+undici's → ${fmt(goals.cpuPerRequestAtC50Us, 0)} vs ${fmt(goals.floorCpuPerRequestAtC50Us!, 0)} µs = ${fmt(goals.cpuRatioToFloor!, 2)}× (${goals.cpuRatioMet ? 'met' : 'NOT met'}).`,
+      : `Goal: CPU per request at concurrency 50 ≤ 1.3 × node:http+undici's → ${fmt(goals.cpuPerRequestAtC50Us, 0)} vs ${fmt(goals.floorCpuPerRequestAtC50Us!, 0)} µs = ${fmt(goals.cpuRatioToFloor!, 2)}× (${goals.cpuRatioMet ? 'met' : 'NOT met'}).`,
+    ...(ratios.length ? ['', 'Against the floor (node:http+undici), this run:', '', '| gateway | added TTFT p50 c=1 above the floor, ms | added p99 c=50 / the floor\'s | CPU per request c=50 / the floor\'s |', '|---|---:|---:|---:|', ...ratios] : []),
   ];
   const report = lines.join('\n');
   mkdirSync(args.out, { recursive: true });

@@ -128,6 +128,11 @@ async function main(argv: string[]): Promise<number> {
       const { probeMain } = await import('./probe/index.js');
       return probeMain(rest);
     }
+    case 'healthcheck': {
+      // The container's HEALTHCHECK: /healthz of the admin port the serving process was given.
+      const { healthcheck } = await import('./healthcheck.js');
+      return healthcheck(rest);
+    }
     case '--version':
     case '-v':
     case 'version':
@@ -144,7 +149,7 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${USAGE}\n`);
       return command === undefined ? USAGE_ERROR : 0;
     default: {
-      const near = nearestName(command.replace(/^-+/, ''), ['serve', 'probe', 'help', 'version']);
+      const near = nearestName(command.replace(/^-+/, ''), ['serve', 'probe', 'healthcheck', 'help', 'version']);
       process.stderr.write(`warmroute: unknown command ${JSON.stringify(command)}${near ? `; did you mean ${near}?` : ''}\n\n${USAGE}\n`);
       return USAGE_ERROR;
     }

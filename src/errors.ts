@@ -60,6 +60,7 @@ export const errors = {
   // The admin port's own.
   adminTokenRequired: define('ADMIN_TOKEN_REQUIRED', { status: 401, type: 'invalid_request_error', code: 'invalid_admin_token', message: 'The admin API needs Authorization: Bearer <admin token>' }),
   adminLoopbackOnly: define('ADMIN_LOOPBACK_ONLY', { status: 403, type: 'invalid_request_error', code: 'admin_loopback_only', message: 'Without an admin token the admin API answers loopback clients only: set admin.token (or WARMROUTE_ADMIN_TOKEN; the Helm chart makes one) and send Authorization: Bearer <token>' }),
+  adminChangeNeedsToken: define('ADMIN_CHANGE_NEEDS_TOKEN', { status: 403, type: 'invalid_request_error', code: 'admin_token_required', message: 'Without an admin token, admin changes (drain, undrain, unpin) are allowed only when the admin listener is bound to loopback (admin.host 127.0.0.1): set admin.token (or WARMROUTE_ADMIN_TOKEN; the Helm chart makes one) and send Authorization: Bearer <token>' }),
   replicaNotFound: define('REPLICA_NOT_FOUND', { status: 404, type: 'not_found_error', code: 'replica_not_found', message: 'No replica of that name' }),
   sessionNotFound: define('SESSION_NOT_FOUND', { status: 404, type: 'not_found_error', code: 'session_not_found', message: 'No pin for that session key' }),
   responseNotFound: define('RESPONSE_NOT_FOUND', { status: 404, type: 'not_found_error', code: 'response_not_found', message: 'No record of that response id' }),

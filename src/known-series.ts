@@ -18,7 +18,7 @@ const EVICTION_SOURCES = ['feedback', 'events'] as const;
  * alert on rate() then reads 0, not "No data", until the first event (and sees that first one).
  * Series labelled by replica are made when the replica is first seen (`replica`).
  */
-export function zeroKnownSeries(metrics: Metrics) {
+export function zeroKnownSeries(metrics: Metrics, retentionSeconds: () => number) {
   for (const where of ['global', 'replica']) for (const cause of SHED_CAUSES) metrics.shed.inc({ reason: `${where}_${cause}` }, 0);
   metrics.shed.inc({ reason: 'key_limit' }, 0);
   for (const reason of ['missing', 'invalid']) metrics.authFailures.inc({ reason }, 0);
@@ -35,11 +35,7 @@ export function zeroKnownSeries(metrics: Metrics) {
     for (const event of STORE_EVENTS) metrics.storeEvents.inc({ store, event }, 0);
   }
   return {
-    /**
-     * `retentionSeconds`: what routing believes before it has learnt anything of the replica
-     * (routing.options.prefixTtlMs); the scrape overwrites it once routing has its own figure.
-     */
-    replica(name: string, retentionSeconds: number) {
+    replica(name: string) {
       for (const cause of FAILURE_CAUSES) {
         metrics.retries.inc({ replica: name, cause }, 0);
         metrics.streamErrors.inc({ replica: name, cause }, 0);
@@ -55,7 +51,9 @@ export function zeroKnownSeries(metrics: Metrics) {
       metrics.cachedPredictedServed.inc({ replica: name }, 0);
       metrics.cachedOverpredicted.inc({ replica: name }, 0);
       for (const source of EVICTION_SOURCES) metrics.residencyEvictions.inc({ replica: name, source }, 0);
-      metrics.retention.set({ replica: name }, retentionSeconds);
+      // What routing believes before it has learnt anything of the replica (routing.options.prefixTtlMs);
+      // the scrape overwrites it once routing has its own figure.
+      metrics.retention.set({ replica: name }, retentionSeconds());
       // KV events, also where a replica publishes none: its panels then say so (stream not live), not "No data".
       metrics.kvEventLag.zero({ replica: name });
       metrics.kvEventGaps.inc({ replica: name }, 0);

@@ -3,9 +3,9 @@ import type { Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Agent } from 'undici';
-import { buildAdmin } from './admin/routes.js';
+import { buildAdmin, isLoopbackHost } from './admin/routes.js';
 import { createSessionLookup } from './admin/session-lookup.js';
-import { deepFreeze, performanceWarnings } from './config/load.js';
+import { performanceWarnings } from './config/load.js';
 import type { ResolvedConfig } from './config/schema.js';
 import { createDataPlaneServer } from './edge/listener.js';
 import { errors } from './errors.js';
@@ -21,7 +21,7 @@ import { createLimiter } from './queue/limiter.js';
 import { createRecorder } from './record/record.js';
 import { createTurns } from './record/turns.js';
 import { createRouter } from './routing/router.js';
-import { ROUTE_REASONS, STATE_LOST_REASONS, type ResidencyObserver, type Router, type StateLostReason } from './routing/types.js';
+import { ROUTE_REASONS, type Router } from './routing/types.js';
 import { createMemorySessionStore } from './store/memory.js';
 import { createRedisSessionStore } from './store/redis.js';
 import { createSharedDrains } from './store/redis-drains.js';
@@ -29,9 +29,11 @@ import type { SessionStore } from './store/types.js';
 import { createLogger } from './telemetry/logger.js';
 import { createMetrics, type Metrics } from './telemetry/metrics.js';
 import { createSessionTagger } from './telemetry/session-tag.js';
-import { throttle } from './telemetry/throttle.js';
 import { createUpstreamAgent, tlsByOrigin } from './upstream/agent.js';
 import { zeroKnownSeries } from './known-series.js';
+import { createReload } from './reload.js';
+import { residencyObserver, stateLostObserver } from './router-observers.js';
+import { createScrapeGauges } from './scrape-gauges.js';
 
 export interface GatewayDeps {
   log?: Logger;
@@ -69,28 +71,6 @@ export interface Gateway {
   reconfigure(next: ResolvedConfig): void;
 }
 
-/** Keys a reload cannot change in a running gateway: listeners, the session store, the strategy, bounds sized at start. */
-const FIXED_AT_START = [
-  'listen', 'admin', 'auth', 'redis', 'logging.sessionTagSecret', 'routing.strategy', 'routing.maxSessions', 'routing.sessionTtlMs',
-  'routing.options.prefixMaxEntries', 'routing.options.prefixTtlMs', 'routing.options.prior',
-  'routing.options.costForgetting', 'routing.options.trafficHalfLifeMs', 'responses', 'timeouts.connectMs',
-  'handoff.maxTotalBytes', 'handoff.maxPromptBytes', 'warmup.maxBytes',
-] as const;
-
-type Tree = Record<string, unknown>;
-const at = (c: ResolvedConfig, path: string): unknown => path.split('.').reduce<unknown>((v, k) => (v as Tree)[k], c);
-
-/** The reloaded configuration as it applies: `next`, with every setting fixed at start kept as it runs. */
-function asApplied(next: ResolvedConfig, running: ResolvedConfig): ResolvedConfig {
-  const applied = structuredClone(next) as unknown as Tree;
-  for (const path of FIXED_AT_START) {
-    const keys = path.split('.');
-    const parent = keys.slice(0, -1).reduce<Tree>((v, k) => v[k] as Tree, applied);
-    parent[keys[keys.length - 1]] = at(running, path);
-  }
-  return deepFreeze(applied) as unknown as ResolvedConfig;
-}
-
 const admissionLimitsOf = (c: ResolvedConfig) => ({ maxInflight: c.limits.maxInflightPerReplica, maxQueued: c.limits.maxQueuedPerReplica, timeoutMs: c.timeouts.queueMs });
 const globalLimitOf = (c: ResolvedConfig) => ({ max: c.limits.maxConcurrent, maxQueued: c.limits.maxQueued, timeoutMs: c.timeouts.queueMs, what: 'gateway' });
 
@@ -100,7 +80,8 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const metrics = createMetrics({ defaultMetrics: deps.defaultMetrics });
   for (const reason of ROUTE_REASONS) metrics.decisions.inc({ reason }, 0);
   for (const result of ['applied', 'rejected']) metrics.configReloads.inc({ result }, 0);
-  const known = zeroKnownSeries(metrics);
+  // A replica's retention starts as the prefix TTL routing assumes (pipeline.config: the running one).
+  const known = zeroKnownSeries(metrics, () => pipeline.config.routing.options.prefixTtlMs / 1000);
   const registry = createRegistry(config.upstreams);
   // One tagger: the access line's tags and the admin API's lookup by tag must agree.
   const sessionTag = createSessionTagger(config.logging.sessionTagSecret);
@@ -115,30 +96,9 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     : createMemorySessionStore({ maxSessions: rc.maxRecords, ttlMs: rc.recordTtlMs }));
   // A local store is always there; a shared one reports its own connection.
   if (!config.redis.url) for (const s of ['sessions', 'responses']) metrics.storeUp.set({ store: s }, 1);
-  for (const reason of STATE_LOST_REASONS) metrics.stateLost.inc({ reason }, 0);
-  const lostWarning = throttle(10_000);
-  const onStateLost = (reason: StateLostReason, replica: string | null) => {
-    metrics.stateLost.inc({ reason });
-    const suppressed = lostWarning();
-    if (suppressed === null) return;
-    const asUsual = reason === 'unknown' || reason === 'unconfirmed';
-    log.warn({ reason, replica, action: asUsual ? 'routed as usual' : rc.onLostState, suppressed },
-      reason === 'unknown'
-        ? 'stored response unknown to this gateway and the shared store: routed as usual, the replica may not hold it'
-        : reason === 'unconfirmed'
-          ? 'stored response not in this gateway\'s view and the shared store did not answer in time (responses.fetchMs): routed as usual'
-          : 'stored response lost with its replica');
-  };
-  const residency: ResidencyObserver = {
-    cachedTokens(replica, predicted, served) {
-      metrics.cachedPredicted.inc({ replica }, predicted);
-      metrics.cachedPredictedServed.inc({ replica }, served);
-      if (predicted > served) metrics.cachedOverpredicted.inc({ replica }, predicted - served);
-    },
-    evicted: (replica, source, links) => metrics.residencyEvictions.inc({ replica, source }, links),
-    learned: (replica, outcome) => metrics.kvBlockMapping.inc({ replica, outcome }),
-  };
-  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost, fetchMs: rc.fetchMs }, residency, kvMaxBlocks: config.kvEvents.maxBlocksPerReplica });
+  const onStateLost = stateLostObserver(metrics, log, rc.onLostState);
+  const residency = residencyObserver(metrics);
+  const router = createRouter(config.routing.strategy, { store, options: config.routing.options, responses: { store: responseStore, onLostState: rc.onLostState, onStateLost, fetchMs: rc.fetchMs }, residency, kvMaxBlocks: config.kvEvents.maxBlocks });
   // Read when a replica's connection pool is made, on its first request: a reload adds to it.
   const tls = tlsByOrigin(config.upstreams);
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tls });
@@ -169,47 +129,35 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   };
   const handle = createPipeline(pipeline);
   const server = createDataPlaneServer(handle);
-  // Routing state as gauges, computed when Prometheus scrapes rather than per request.
-  const zeroed = new Set<string>();
-  const beforeScrape = () => {
-    const pins = router.pinsByReplica();
-    const t = Date.now();
-    // Replicas that left: zeroed again should they come back (their series are removed, fleet/membership.ts).
-    if (zeroed.size > registry.replicas.length) for (const name of zeroed) if (registry.byName(name) === undefined) zeroed.delete(name);
-    for (const r of registry.replicas) {
-      // Every replica's failure series exist from its first scrape at 0, so rate() sees a first burst.
-      if (!zeroed.has(r.name)) {
-        zeroed.add(r.name);
-        known.replica(r.name, config.routing.options.prefixTtlMs / 1000);
-      }
-      metrics.sessionsPinned.set({ replica: r.name }, pins.get(r.name) ?? 0);
-      metrics.inflight.set({ replica: r.name }, r.inflight);
-      metrics.queued.set({ replica: r.name }, admission.queuedOn(r.name));
-      metrics.scrapeAge.set({ replica: r.name }, r.lastScrapeAt === null ? -1 : (t - r.lastScrapeAt) / 1000);
-      metrics.kvCapacity.set({ replica: r.name }, r.kvCapacityTokens ?? -1);
-    }
-    metrics.globalInflight.set(globalLimit.open);
-    metrics.globalQueued.set(globalLimit.queued);
-    const st = router.stats();
-    metrics.prefixEntries.set(st.prefixEntries);
-    metrics.responseRecords.set(st.responseRecords);
-    for (const [replica, ms] of st.retentionByReplica) if (registry.byName(replica)) metrics.retention.set({ replica }, ms / 1000);
-    for (const [replica, kb] of st.kvBlocksByReplica) if (registry.byName(replica)) metrics.kvBlocks.set({ replica }, kb.blocks);
-    // Placement's own estimate (routing/working-set.ts): each agent's shared prompt once plus the
-    // sessions active there recently, in the replica's tokens; 0 until its capacity is scraped.
-    for (const r of registry.replicas) metrics.workingSet.set({ replica: r.name }, Math.round(st.workingSetTokensByReplica.get(r.name) ?? 0));
-  };
+  const beforeScrape = createScrapeGauges({ metrics, known, registry, router, admission, globalLimit });
   // With Redis, a drain by hand through any gateway reaches every gateway (the one it reached
   // hands the sessions off; the others stop placing there).
   const shared = config.redis.url === null ? null : createSharedDrains({
     url: config.redis.url, keyPrefix: config.redis.keyPrefix, metrics, log,
     apply: (name, d) => { if (d) fleet.drains.drain(name, 'shared', false); else fleet.drains.undrain(name); },
+    draining: (name) => registry.byName(name)?.draining ?? null,
   });
   const drains = shared === null ? fleet.drains : {
     drain(name: string) { const ok = fleet.drains.drain(name); if (ok) shared.set(name, true); return ok; },
     undrain(name: string) { const ok = fleet.drains.undrain(name); if (ok) shared.set(name, false); return ok; },
   };
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, drains, turns, sessionByTag: createSessionLookup({ store, tag: sessionTag }) });
+  // A reload: each part takes the applied configuration through its own reconfigure.
+  const reconfigure = createReload({
+    log, metrics, tls, running: () => pipeline.config,
+    parts: [
+      (c) => router.setOptions(c.routing.options),
+      (c) => admission.setLimits(admissionLimitsOf(c)),
+      (c) => globalLimit.configure(globalLimitOf(c)),
+      (c) => turns.setOptions(c.turns),
+      (c) => fleet.reconfigure(c),
+      (c) => {
+        pipeline.config = c;
+        pipeline.identity = identityOptionsOf(c);
+        log.level = c.logging.level;
+      },
+    ],
+  });
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, loopbackListener: isLoopbackHost(config.admin.host), drains, turns, sessionByTag: createSessionLookup({ store, tag: sessionTag }) });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
   // A secret drawn at start only breaks something where gateways share sessions (Redis): there the
@@ -226,26 +174,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   return {
     server, admin, registry, router, metrics, health, fleet, store, responseStore, agent, log,
     draining: isDraining,
-    reconfigure(next) {
-      // Read first: a CA file gone since the config was loaded throws before anything is applied.
-      const nextTls = tlsByOrigin(next.upstreams);
-      const fixed = FIXED_AT_START.filter((path) => JSON.stringify(at(next, path)) !== JSON.stringify(at(pipeline.config, path)));
-      if (fixed.length) log.warn({ keys: fixed }, 'config reload: these settings apply only at start; the running values stay');
-      // A replica the reload adds connects with its TLS settings; one already connected keeps those
-      // it connected with.
-      for (const [origin, t] of nextTls) if (!tls.has(origin)) tls.set(origin, t);
-      const applied = asApplied(next, pipeline.config);
-      router.setOptions(applied.routing.options);
-      admission.setLimits(admissionLimitsOf(applied));
-      globalLimit.configure(globalLimitOf(applied));
-      turns.setOptions(applied.turns);
-      fleet.reconfigure(applied);
-      pipeline.config = applied;
-      pipeline.identity = identityOptionsOf(applied);
-      log.level = applied.logging.level;
-      metrics.configReloads.inc({ result: 'applied' });
-      log.warn({ replicas: next.upstreams.map((u) => u.name) }, 'config reloaded');
-    },
+    reconfigure,
     async listen() {
       await Promise.all([store, responseStore].map((s) => (s.ready ? waitReady(s.ready(), log) : undefined)));
       await fleet.init();

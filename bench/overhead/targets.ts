@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { nginxConf, nginxDir } from '../lib/nginx.js';
@@ -25,10 +26,21 @@ export async function waitForPort(port: number, timeoutMs = 10_000): Promise<voi
   }
 }
 
-export async function startUpstream(): Promise<Target> {
+/** `kv`: the upstream also publishes KV cache events (see upstream.ts); `kvEvents` says where. */
+export async function startUpstream(opts: { kv?: boolean } = {}): Promise<Target & { kvEvents?: { endpoint: string; replayEndpoint: string } }> {
   const port = await freePort();
-  const child = await startChild(process.execPath, [...TSX, 'bench/overhead/upstream.ts', '--port', String(port)], /listening/, { group: true });
-  return { name: 'direct', url: `http://127.0.0.1:${port}`, child };
+  const kv = opts.kv ? [await freePort(), await freePort()] : null;
+  const child = await startChild(process.execPath, [...TSX, 'bench/overhead/upstream.ts', '--port', String(port), ...(kv ? ['--kv-port', String(kv[0]), '--kv-replay-port', String(kv[1])] : [])], /listening/, { group: true });
+  const kvEvents = kv ? { endpoint: `tcp://127.0.0.1:${kv[0]}`, replayEndpoint: `tcp://127.0.0.1:${kv[1]}` } : undefined;
+  return { name: 'direct', url: `http://127.0.0.1:${port}`, child, kvEvents };
+}
+
+/** A gateway config file (JSON is YAML) in a fresh temporary folder; its path. */
+export function gatewayConfigFile(config: Record<string, unknown>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'warmroute-overhead-'));
+  const file = join(dir, 'config.json');
+  writeFileSync(file, JSON.stringify(config));
+  return file;
 }
 
 /**

@@ -2,13 +2,30 @@
  * The simple upstream of the overhead benchmark: an OpenAI-style SSE stream whose first content
  * chunk goes out as soon as the request is read, then a few more chunks. Nothing to compute, so
  * whatever a proxy adds shows up in the client's TTFT.
- *   tsx bench/overhead/upstream.ts --port N [--chunks 8]
+ * With --kv-port (and --kv-replay-port), it also publishes vLLM-format KV cache events (bench/sim's
+ * publisher) as a replica at steady state does: each request stores a couple of new blocks (its
+ * reply) on its session's chain, and the oldest are removed past a pool of KV_POOL_BLOCKS.
+ *   tsx bench/overhead/upstream.ts --port N [--chunks 8] [--kv-port P --kv-replay-port R]
  */
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
+import { startKvPublisher, type SimKvPublisher } from '../sim/kv-events.js';
 
-const { values } = parseArgs({ options: { port: { type: 'string' }, chunks: { type: 'string', default: '8' } } });
+const { values } = parseArgs({ options: { port: { type: 'string' }, chunks: { type: 'string', default: '8' }, 'kv-port': { type: 'string' }, 'kv-replay-port': { type: 'string' } } });
 const chunks = Number(values.chunks);
+
+const KV_POOL_BLOCKS = 4096;
+const BLOCK_TOKENS = 16;
+const kv: SimKvPublisher | null = values['kv-port'] === undefined ? null
+  : await startKvPublisher('127.0.0.1', { port: Number(values['kv-port']), replayPort: Number(values['kv-replay-port'] ?? 0) });
+let nextBlock = 1;
+let oldest = 1;
+/** A request's reply, stored as two new blocks on the chain; the oldest evicted past the pool. */
+function publishKv(): void {
+  if (kv === null) return;
+  for (let b = 0; b < 2; b++, nextBlock++) kv.sink.stored(nextBlock, nextBlock > 1 ? nextBlock - 1 : null, Array.from({ length: BLOCK_TOKENS }, (_, t) => (nextBlock * BLOCK_TOKENS + t) % 32000), BLOCK_TOKENS);
+  while (nextBlock - oldest > KV_POOL_BLOCKS) kv.sink.removed(oldest++);
+}
 
 const event = (delta: object, finish: string | null = null) =>
   `data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1,"model":"bench","choices":[{"index":0,"delta":${JSON.stringify(delta)},"logprobs":null,"finish_reason":${JSON.stringify(finish)}}]}\n\n`;
@@ -27,7 +44,7 @@ const server = createServer((req, res) => {
     let i = 1;
     // The rest one per tick, like tokens leaving a decode loop.
     const next = () => {
-      if (i < TOKENS.length) { res.write(TOKENS[i++]); setImmediate(next); } else res.end(END);
+      if (i < TOKENS.length) { res.write(TOKENS[i++]); setImmediate(next); } else { res.end(END); publishKv(); }
     };
     setImmediate(next);
   });

@@ -16,6 +16,11 @@ export interface AdminDeps {
   readonly beforeScrape?: () => void;
   /** When set, every /admin/* request needs `Authorization: Bearer <token>`. */
   readonly token?: string | null;
+  /**
+   * The admin listener is bound to a loopback address only (admin.host 127.0.0.1, ::1,
+   * localhost): then nobody off this host can reach it, and changes need no token.
+   */
+  readonly loopbackListener?: boolean;
   /** Drain with warm handoff (fleet/drain.ts); the routes answer 404 without it. */
   /** Caller turns per session (record/turns.ts): the session view shows its last ones. */
   readonly turns?: Pick<Turns, 'lastTurns' | 'forget'>;
@@ -41,6 +46,15 @@ export function isLoopback(address: string | undefined): boolean {
   const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
   return v4.startsWith('127.') || address === '::1';
 }
+
+/** Whether a listen host accepts connections from this host only. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  return h === 'localhost' || isLoopback(h);
+}
+
+/** A request that changes something (drain, undrain, unpin), as opposed to one that reads. */
+const changes = (method: string) => method !== 'GET' && method !== 'HEAD' && method !== 'OPTIONS';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
@@ -74,15 +88,21 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
   const app = Fastify({ logger: false });
   // /metrics, /healthz and /readyz stay open for probes and scrapers; everything else — /admin/*
   // inspection and every mutation, and any spelling of a path that is not exactly one of those
-  // three — needs the token once one is configured, and without one answers loopback clients only
-  // (the admin port listens on every interface by default: a drain from anywhere must not be).
+  // three — needs the token once one is configured. Without one, reads answer loopback clients
+  // only (the admin port listens on every interface by default), and changes are refused unless
+  // the listener itself is bound to loopback: a loopback peer is not proof of a local client
+  // behind a service-mesh sidecar (Istio delivers inbound traffic from 127.0.0.6) or a same-pod
+  // proxy, where every client is one.
   const want = deps.token ? digest(deps.token) : null;
+  const loopbackListener = deps.loopbackListener ?? false;
   app.addHook('onRequest', (req, reply, done) => {
     const q = req.url.indexOf('?');
     if (OPEN_PATHS.has(q < 0 ? req.url : req.url.slice(0, q))) return done();
     if (want === null) {
-      if (isLoopback(req.socket.remoteAddress)) return done();
-      return void sendError(reply, errors.adminLoopbackOnly());
+      if (loopbackListener) return done();
+      if (!isLoopback(req.socket.remoteAddress)) return void sendError(reply, errors.adminLoopbackOnly());
+      if (changes(req.method)) return void sendError(reply, errors.adminChangeNeedsToken());
+      return done();
     }
     if (bearerMatches(req.headers.authorization, want)) return done();
     void sendError(reply, errors.adminTokenRequired([], null, undefined, ['www-authenticate', 'Bearer']));

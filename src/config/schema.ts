@@ -32,6 +32,8 @@ export const UpstreamSchema = Type.Object({
     endpoint: Type.String({ pattern: '^tcp://[^/]+:[0-9]+$' }),
     replayEndpoint: Type.Optional(Type.String({ pattern: '^tcp://[^/]+:[0-9]+$' })),
     topic: Type.Optional(Type.String()),
+    /** Data-parallel ranks (vLLM's --data-parallel-size): rank r publishes at the endpoints' ports + r. Default: kvEvents.dataParallelSize. */
+    dataParallelSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 256 })),
   }, { additionalProperties: false })),
   /** https replicas: a private CA (PEM file) and the name to verify, when it is not the url's host. */
   tls: Type.Optional(Type.Object({
@@ -307,10 +309,16 @@ export const ConfigSchema = Type.Object({
     replayPort: Type.Union([Type.Integer({ minimum: 1, maximum: 65535 }), Type.Null()], { default: null }),
     /** Topic for dns:// upstreams (and static ones that name none); '' = every topic. */
     topic: Type.String({ default: '' }),
+    /** Data-parallel ranks per replica (vLLM's --data-parallel-size): rank r publishes at port + r, replays at replayPort + r. */
+    dataParallelSize: Type.Integer({ minimum: 1, maximum: 256, default: 1 }),
     /** The tier routing counts: GPU (what a prefill reads first); CPU is vLLM's offload tier. */
     medium: Type.String({ minLength: 1, default: 'GPU' }),
-    /** Engine blocks remembered per replica (oldest stored forgotten first): memory ≈ 150 B each. */
-    maxBlocksPerReplica: Type.Integer({ minimum: 1, default: 262_144 }),
+    /**
+     * Engine blocks remembered over the whole fleet, least recently used (stored, or ending a
+     * served prompt's link) forgotten first whichever replica holds it: ≈ 60 B each (2,097,152 ≈
+     * 126 MB at most, whatever the fleet's size).
+     */
+    maxBlocks: Type.Integer({ minimum: 1, default: 2_097_152 }),
     /** A replay that has not ended by then counts as failed: the replica loses exactness until its stream is back in order. */
     replayTimeoutMs: Ms(2_000),
     /** Live batches held while a replay runs; past it the replay is abandoned. */

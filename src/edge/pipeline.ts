@@ -95,12 +95,26 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   const aborted = () => ABORTED;
 
   /**
-   * Runs inside the owner's end, called from undici's handler or the response's 'close': a throw
-   * here (a bug in the recorder, the router's feedback or fleet/) would escape into those, so it
-   * is logged instead; the exchange's slots are already back.
+   * Called by the owner's end, from undici's handler or the response's 'close'; the recording runs
+   * a moment later (recordEnded). A throw there (a bug in the recorder, the router's feedback or
+   * fleet/) is logged, and the rest of its batch still recorded; the exchange's slots are already back.
    */
   function report(x: InFlight, ended: Ended) {
     if (x.clock.ended === 0) x.clock.ended = nowMs();
+    // Recorded after the I/O callbacks of this turn of the event loop (setImmediate, one batch for
+    // every exchange that ended in it): the other streams' chunks and first tokens waiting in the
+    // same turn go out before this one's bookkeeping. The slots are back already.
+    ending.push(x, ended);
+    if (ending.length === 2) setImmediate(recordEnded);
+  }
+
+  const ending: (InFlight | Ended)[] = [];
+  function recordEnded() {
+    const batch = ending.splice(0);
+    for (let i = 0; i < batch.length; i += 2) recordOne(batch[i] as InFlight, batch[i + 1] as Ended);
+  }
+
+  function recordOne(x: InFlight, ended: Ended) {
     try {
       recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key });
       if (x.target !== null && x.identity !== null) deps.served?.(x.identity, x.target, x.body, ended);

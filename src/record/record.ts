@@ -9,7 +9,7 @@ import { HOPS, type Metrics } from '../telemetry/metrics.js';
 import type { SessionTagger } from '../telemetry/session-tag.js';
 import { throttle } from '../telemetry/throttle.js';
 import type { FirstToken } from '../stream/tap.js';
-import type { Turns } from './turns.js';
+import type { TurnPlace, Turns } from './turns.js';
 import type { Ending } from '../upstream/forward.js';
 
 /** How a request ended, whether or not it was routed. */
@@ -50,6 +50,79 @@ function memo<T>(make: (key: string) => T): (key: string) => T {
   };
 }
 
+/**
+ * The one access line: only the fields that have a value (a /v1/models line is a handful, a
+ * stream's a couple of dozen). A field the request never reached is absent, not null: fewer keys
+ * for pino to walk and fewer bytes per line, and a reader sees what happened.
+ */
+function accessLine(method: string, path: string, key: string | null, identity: RequestIdentity | null, e: Ended, place: TurnPlace | null,
+  ttft: number | null, overhead: number | null, replicaTtft: number | null, hops: ReturnType<typeof hopsOf>, sessionTag: SessionTagger): Record<string, unknown> {
+  const line: Record<string, unknown> = { method, path };
+  if (key !== null) line.key = key;
+  line.status = e.status;
+  line.outcome = e.ending;
+  if (e.replica !== null) line.replica = e.replica;
+  if (e.reason !== null) line.route = e.reason;
+  line.attempts = e.attempts;
+  if (identity !== null) {
+    if (identity.sessionKey !== null) {
+      line.session = sessionTag(identity.sessionKey);
+      line.sessionSource = identity.sessionKeySource;
+    } else if (identity.placementKey !== null) {
+      // A keyless conversation's tag (its placement key's), for GET /admin/sessions/{tag}; never the key.
+      line.conversation = sessionTag(identity.placementKey);
+    }
+    // Only a model some replica serves (the request was routed): otherwise it is the client's text.
+    if (e.reason !== null && identity.model !== null) line.model = identity.model;
+  }
+  if (place !== null) { line.turn = place.turn; line.call = place.call; }
+  line.stream = e.sse;
+  if (ttft !== null) line.ttftMs = round(ttft);
+  if (e.firstToken) line.firstToken = e.firstToken;
+  if (overhead !== null) line.overheadMs = round(overhead);
+  // Flat numbers, not a nested object: pino serialises nested objects on a much slower path.
+  if (hops.parse !== null) line.parseMs = round(hops.parse);
+  if (hops.route !== null) line.routeMs = round(hops.route);
+  if (hops.queue !== null) line.queueMs = round(hops.queue);
+  if (hops.connect !== null) line.connectMs = round(hops.connect);
+  if (hops.upstream_headers !== null) line.upstreamHeadersMs = round(hops.upstream_headers);
+  if (hops.upstream_first_token !== null) line.upstreamFirstTokenMs = round(hops.upstream_first_token);
+  if (hops.stream !== null) line.streamMs = round(hops.stream);
+  if (replicaTtft !== null) line.replicaTtftMs = round(replicaTtft);
+  const u = e.usage;
+  if (u !== null) {
+    if (u.promptTokens !== null) line.promptTokens = u.promptTokens;
+    if (u.cachedTokens !== null) line.cachedTokens = u.cachedTokens;
+    if (u.completionTokens !== null) line.completionTokens = u.completionTokens;
+  }
+  if (e.sse) line.done = e.done;
+  if (e.error !== null) {
+    line.err = e.error.openaiCode;
+    // Messages that quote what the client sent (a model name, a path) stay out of the log.
+    if (!e.error.quotesClient) line.detail = e.error.message;
+  }
+  if (e.upstreamError !== null) line.upstreamError = e.upstreamError;
+  return line;
+}
+
+/** How many sessions' tags are kept: a session's every request after its first skips the HMAC. */
+const REMEMBERED_TAGS = 4096;
+
+/** A session's tag is the same on every request (an HMAC of its key): computed once, kept in a bounded map (oldest out first). */
+function rememberedTags(tag: SessionTagger): SessionTagger {
+  const tags = new Map<string, string | null>();
+  return (key) => {
+    if (key === null) return null;
+    let t = tags.get(key);
+    if (t === undefined) {
+      t = tag(key);
+      if (tags.size >= REMEMBERED_TAGS) tags.delete(tags.keys().next().value!);
+      tags.set(key, t);
+    }
+    return t;
+  };
+}
+
 export interface Recorder {
   /** The session key's tag in every log line (keyed: telemetry/session-tag.ts). */
   readonly sessionTag: SessionTagger;
@@ -67,7 +140,8 @@ export interface Recorder {
  * line.
  */
 export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router; sessionTag: SessionTagger; turns?: Turns }): Recorder {
-  const { metrics: m, log, router, sessionTag, turns } = deps;
+  const { metrics: m, log, router, turns } = deps;
+  const sessionTag = rememberedTags(deps.sessionTag);
   const hop = HOPS.map((h) => m.hopDuration.labels(h));
   // prom-client builds a label object and a closure on every labels() call: each series' child is
   // made once and kept (every label set here is bounded: replicas, reasons, outcomes).
@@ -138,45 +212,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
           responseId: e.responseId ?? null,
         });
       }
-      log.info({
-        method,
-        path,
-        key: key ?? undefined,
-        status: e.status,
-        outcome: e.ending,
-        replica: e.replica,
-        route: e.reason,
-        attempts: e.attempts,
-        session: sessionTag(identity?.sessionKey ?? null),
-        sessionSource: identity?.sessionKeySource ?? null,
-        // A keyless conversation's tag (its placement key's), for GET /admin/sessions/{tag}; never the key.
-        conversation: identity && identity.sessionKey === null ? sessionTag(identity.placementKey) ?? undefined : undefined,
-        turn: place?.turn ?? null,
-        call: place?.call ?? null,
-        // Only a model some replica serves (the request was routed): otherwise it is the client's text.
-        model: e.reason !== null ? identity?.model ?? null : null,
-        stream: e.sse,
-        ttftMs: round(ttft),
-        firstToken: e.firstToken ?? undefined,
-        overheadMs: round(overhead),
-        // Flat numbers, not a nested object: pino serialises nested objects on a much slower path.
-        parseMs: round(hops.parse),
-        routeMs: round(hops.route),
-        queueMs: round(hops.queue),
-        connectMs: round(hops.connect),
-        upstreamHeadersMs: round(hops.upstream_headers),
-        upstreamFirstTokenMs: round(hops.upstream_first_token),
-        streamMs: round(hops.stream),
-        replicaTtftMs: round(replicaTtft),
-        promptTokens: u?.promptTokens ?? null,
-        cachedTokens: u?.cachedTokens ?? null,
-        completionTokens: u?.completionTokens ?? null,
-        done: e.sse ? e.done : undefined,
-        err: e.error ? e.error.openaiCode : undefined,
-        // Messages that quote what the client sent (a model name, a path) stay out of the log.
-        detail: e.error && !e.error.quotesClient ? e.error.message : undefined,
-        upstreamError: e.upstreamError ?? undefined,
-      }, 'request');
+      if (log.isLevelEnabled('info')) log.info(accessLine(method, path, key, identity, e, place, ttft, overhead, replicaTtft, hops, sessionTag), 'request');
     },
   };
 }

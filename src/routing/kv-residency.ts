@@ -8,52 +8,42 @@
  * in R's block at depth floor(P / blockSize) on the chain of parents. Among the blocks R stored
  * since the request was sent, the one at that depth — when there are several, the one descending
  * from the block the same conversation's earlier link is mapped to — is it. A prompt served wholly
- * from cache stores nothing: then the block at that depth descending from that earlier link is. The request's links are
- * then spread up that block's ancestors by their share of the prompt's tokens.
+ * from cache stores nothing: then the block at that depth descending from that earlier link is.
+ * The request's links are then spread up that block's ancestors by their share of the prompt's
+ * tokens. Only blocks of a live stream teach: a stream that lost events may hold blocks already
+ * gone.
  *
  * Eviction: a BlockRemoved naming a mapped block makes the index forget its links there. vLLM frees
  * a request's blocks tail first, so a prefix's later blocks always go before its earlier ones and a
  * link's own block is the one to watch.
  *
- * Memory: at most `maxBlocks` blocks per replica (oldest stored dropped first, with their links'
- * mapping; the index entries stay and are bounded by its own limits).
+ * Streams: a replica run data-parallel has one engine (cache, sequence) per rank, and two ranks
+ * holding the same prefix publish the same block hash; a block is therefore one (stream, hash).
+ *
+ * Memory: one budget for the whole fleet, `maxBlocks` (kvEvents.maxBlocks), least recently used
+ * (stored, or ending a link of a served prompt) forgotten first whichever replica it is on (its
+ * links become estimates again: unmatched()). A
+ * block is a slot in flat typed arrays, its hash a 64-bit fingerprint in two uint32 lanes (the
+ * decoded key string is not kept), found through an open-addressing table of slot numbers: 60 B per block measured by
+ * `npm run bench:kv-events` (2,097,152 blocks over 256 replicas), against ~180 B for the Map of
+ * strings to objects it replaces.
  */
 
-/** vLLM's KV cache events, decoded (src/fleet/kv-events/decode.ts reads them off the wire). */
-export type BlockKey = string;
+import { createBlockSlab, NIL, type BlockSlab } from './kv-blocks.js';
+import { learnBlocks } from './kv-learn.js';
 
-export interface BlockStored {
-  readonly type: 'stored';
-  readonly hashes: readonly BlockKey[];
-  readonly parent: BlockKey | null;
-  /**
-   * How many token ids the event carried (the ids themselves are not kept: routing learns blocks
-   * from their place in the chain, not their tokens); null when absent.
-   */
-  readonly tokenCount: number | null;
-  readonly blockSize: number | null;
-  /** "GPU", "CPU" (offload tier), ...; null from releases that had one tier only. */
-  readonly medium: string | null;
-}
-
-export interface BlockRemoved {
-  readonly type: 'removed';
-  readonly hashes: readonly BlockKey[];
-  readonly medium: string | null;
-}
-
-export interface AllBlocksCleared {
-  readonly type: 'cleared';
-}
-
-export type KvEvent = BlockStored | BlockRemoved | AllBlocksCleared;
-
+export type { AllBlocksCleared, BlockKey, BlockRemoved, BlockStored, KvEvent } from './kv-event-types.js';
+import type { KvEvent } from './kv-event-types.js';
 
 export interface KvResidencyHooks {
   /** The replica evicted the blocks these links ended on. */
   lost(replica: string, links: readonly string[]): void;
-  /** The replica's cache was cleared (AllBlocksCleared) or its stream restarted. */
+  /** The replica's cache was cleared (AllBlocksCleared). */
   cleared(replica: string): void;
+  /** These links were matched to engine blocks of a live stream: the events now say when they go. */
+  matched?(replica: string, links: readonly string[]): void;
+  /** The budget forgot the blocks these links were matched to (not an eviction): estimates again. */
+  unmatched?(replica: string, links: readonly string[]): void;
 }
 
 export interface LearnOutcome {
@@ -63,207 +53,226 @@ export interface LearnOutcome {
 }
 
 export interface KvResidency {
-  apply(replica: string, events: readonly KvEvent[], now: number): void;
-  /** The replica's stream restarted or its process did: it starts empty. */
-  reset(replica: string): void;
+  apply(replica: string, events: readonly KvEvent[], now: number, rank?: number): void;
+  /**
+   * The stream's events can (true) or can no longer (false) be trusted to name every removal.
+   * Off: its blocks are dropped and the links matched to them returned (the caller forgets them).
+   */
+  setLive(replica: string, rank: number, live: boolean): string[];
+  /** The replica (every rank, or one) starts empty: its blocks and their links' mapping go; the links that were matched are returned. */
+  reset(replica: string, rank?: number): string[];
   remove(replica: string): void;
   learn(replica: string, chain: readonly string[], chainTokens: readonly number[], promptTokens: number, sentAt: number): LearnOutcome;
+  /** Whether some stream of the replica is live. */
+  live(replica: string): boolean;
   /** Blocks known resident, links mapped to them. */
   stats(replica: string): { blocks: number; links: number } | null;
   replicas(): string[];
+  /** Blocks held over the whole fleet (≤ maxBlocks). */
+  size(): number;
 }
 
-interface Block {
-  readonly parent: string | null;
-  /** 1 for a root block; 0 when its parent is unknown (stored before this gateway listened). */
-  readonly depth: number;
-  storedAt: number;
-  links: string[] | null;
-}
-
-interface ReplicaBlocks {
-  readonly blocks: Map<string, Block>;
-  readonly linkBlock: Map<string, string>;
-  /** Stored block keys in the order stored, for learning (a ring). */
-  readonly recent: string[];
-  recentAt: number;
-  /** Block keys by depth: a prompt served wholly from cache stores nothing new to learn from. */
-  readonly byDepth: Map<number, Set<string>>;
+/** One replica's rank: its own engine, cache and sequence. */
+export interface Stream {
+  readonly id: number;
+  readonly rank: number;
+  readonly replica: ReplicaBlocks;
+  live: boolean;
   blockSize: number;
+  blocks: number;
+  /** Slots in the order stored, for learning (a ring; a slot since reused is checked on use). */
+  readonly recent: Int32Array;
+  recentAt: number;
+  recentLen: number;
+  /** Depth → first slot of that depth (further through the slab's depth lists). */
+  readonly byDepth: Map<number, number>;
+}
+
+export interface ReplicaBlocks {
+  readonly name: string;
+  readonly streams: (Stream | undefined)[];
+  /** Link → the slot it is matched to. */
+  readonly linkBlock: Map<string, number>;
 }
 
 const RECENT = 4096;
 
 export function createKvResidency(opts: { maxBlocks: number; hooks: KvResidencyHooks }): KvResidency {
-  const byReplica = new Map<string, ReplicaBlocks>();
   const { hooks } = opts;
-  const maxBlocks = Math.max(1, opts.maxBlocks);
+  const slab: BlockSlab = createBlockSlab(Math.max(1, Math.floor(opts.maxBlocks)));
+  const byReplica = new Map<string, ReplicaBlocks>();
+  const streams: (Stream | undefined)[] = [];
+  const freeIds: number[] = [];
+  /** Slot → the links matched to it (few blocks have any). */
+  const slotLinks = new Map<number, string[]>();
 
-  function of(replica: string): ReplicaBlocks {
-    let rb = byReplica.get(replica);
-    if (rb === undefined) byReplica.set(replica, (rb = { blocks: new Map(), linkBlock: new Map(), recent: [], recentAt: 0, byDepth: new Map(), blockSize: 0 }));
+  function replicaOf(name: string): ReplicaBlocks {
+    let rb = byReplica.get(name);
+    if (rb === undefined) byReplica.set(name, (rb = { name, streams: [], linkBlock: new Map() }));
     return rb;
   }
 
-  function drop(rb: ReplicaBlocks, key: string, b: Block): void {
-    unmap(rb, b);
-    rb.blocks.delete(key);
-    const at = rb.byDepth.get(b.depth);
-    if (at !== undefined && at.delete(key) && at.size === 0) rb.byDepth.delete(b.depth);
+  function streamOf(rb: ReplicaBlocks, rank: number): Stream {
+    let st = rb.streams[rank];
+    if (st === undefined) {
+      const id = freeIds.pop() ?? streams.length;
+      st = { id, rank, replica: rb, live: false, blockSize: 0, blocks: 0, recent: new Int32Array(RECENT), recentAt: 0, recentLen: 0, byDepth: new Map() };
+      streams[id] = st;
+      rb.streams[rank] = st;
+    }
+    return st;
   }
 
-  function empty(rb: ReplicaBlocks): void {
-    rb.blocks.clear();
-    rb.linkBlock.clear();
-    rb.byDepth.clear();
+  function unlinkDepth(st: Stream, s: number): void {
+    const p = slab.dPrev[s], n = slab.dNext[s], d = slab.depth[s];
+    if (p !== NIL) slab.dNext[p] = n;
+    else if (n === NIL) st.byDepth.delete(d);
+    else st.byDepth.set(d, n);
+    if (n !== NIL) slab.dPrev[n] = p;
   }
 
-  function unmap(rb: ReplicaBlocks, b: Block): void {
-    if (b.links === null) return;
-    for (const l of b.links) rb.linkBlock.delete(l);
-    b.links = null;
+  function pushDepth(st: Stream, s: number): void {
+    const d = slab.depth[s];
+    const head = st.byDepth.get(d) ?? NIL;
+    slab.dPrev[s] = NIL;
+    slab.dNext[s] = head;
+    if (head !== NIL) slab.dPrev[head] = s;
+    st.byDepth.set(d, s);
   }
 
-  function store(rb: ReplicaBlocks, key: string, parent: string | null, now: number): void {
-    const old = rb.blocks.get(key);
-    if (old !== undefined) {
-      old.storedAt = now;
+  /** The slot's links lose their mapping; returns them (empty when none). */
+  function unmap(rb: ReplicaBlocks, s: number): string[] {
+    const links = slotLinks.get(s);
+    if (links === undefined) return [];
+    slotLinks.delete(s);
+    for (const l of links) if (rb.linkBlock.get(l) === s) rb.linkBlock.delete(l);
+    return links;
+  }
+
+  function drop(st: Stream, s: number): string[] {
+    const links = unmap(st.replica, s);
+    unlinkDepth(st, s);
+    st.blocks--;
+    slab.free(s);
+    return links;
+  }
+
+  // The budget's victim: the fleet's least recently used block (stored, or touched by learn()).
+  slab.onEvict = (s) => {
+    const st = streams[slab.sid[s]] as Stream;
+    const links = unmap(st.replica, s);
+    unlinkDepth(st, s);
+    st.blocks--;
+    if (links.length > 0) hooks.unmatched?.(st.replica.name, links);
+  };
+
+  function store(st: Stream, key: string, parent: string | null, now: number): void {
+    const old = slab.find(st.id, key);
+    if (old !== NIL) {
+      slab.storedAt[old] = now;
+      slab.touch(old);
       return;
     }
-    const p = parent === null ? undefined : rb.blocks.get(parent);
-    const depth = parent === null ? 1 : p !== undefined && p.depth > 0 ? p.depth + 1 : 0;
-    if (rb.blocks.size >= maxBlocks) {
-      const [oldestKey, oldest] = rb.blocks.entries().next().value as [string, Block];
-      drop(rb, oldestKey, oldest);
-    }
-    rb.blocks.set(key, { parent, depth, storedAt: now, links: null });
-    if (depth > 0) {
-      let at = rb.byDepth.get(depth);
-      if (at === undefined) rb.byDepth.set(depth, (at = new Set()));
-      at.add(key);
-    }
-    if (rb.recent.length < RECENT) rb.recent.push(key);
-    else rb.recent[rb.recentAt] = key;
-    rb.recentAt = (rb.recentAt + 1) % RECENT;
+    const p = parent === null ? NIL : slab.find(st.id, parent);
+    const depth = parent === null ? 1 : p !== NIL && slab.depth[p] > 0 ? slab.depth[p] + 1 : 0;
+    const s = slab.insert(st.id, key, parent, depth, now);
+    st.blocks++;
+    pushDepth(st, s);
+    st.recent[st.recentAt] = s;
+    st.recentAt = (st.recentAt + 1) % RECENT;
+    if (st.recentLen < RECENT) st.recentLen++;
   }
 
-  /**
-   * The block's parent, only while the lineage is consistent (one level up). A parent removed and
-   * stored again under another parent has another depth; following it could loop for ever (A's
-   * parent B, B's parent A), and these walks run on the event loop.
-   */
-  function parentOf(rb: ReplicaBlocks, b: Block): Block | undefined {
-    const p = b.parent === null ? undefined : rb.blocks.get(b.parent);
-    return p !== undefined && p.depth === b.depth - 1 ? p : undefined;
-  }
-
-  /** The ancestor of `key` at `depth` (the block itself at its own depth). */
-  function ancestor(rb: ReplicaBlocks, key: string, depth: number): string | null {
-    let k: string | null = key;
-    let b = rb.blocks.get(key);
-    while (b !== undefined && b.depth > depth) {
-      k = b.parent;
-      b = parentOf(rb, b);
+  function empty(st: Stream): string[] {
+    const out: string[] = [];
+    for (const head of [...st.byDepth.values()]) {
+      for (let s = head; s !== NIL;) {
+        const next = slab.dNext[s];
+        out.push(...unmap(st.replica, s));
+        st.blocks--;
+        slab.free(s);
+        s = next;
+      }
     }
-    return b !== undefined && b.depth === depth ? k : null;
+    st.byDepth.clear();
+    st.recentLen = 0;
+    st.recentAt = 0;
+    return out;
   }
 
   return {
-    apply(replica, events, now) {
-      const rb = of(replica);
+    apply(replica, events, now, rank = 0) {
+      const st = streamOf(replicaOf(replica), rank);
       for (const e of events) {
         if (e.type === 'stored') {
-          if (e.blockSize !== null && e.blockSize > 0) rb.blockSize = e.blockSize;
+          if (e.blockSize !== null && e.blockSize > 0) st.blockSize = e.blockSize;
           let parent = e.parent;
           for (const h of e.hashes) {
-            store(rb, h, parent, now);
+            store(st, h, parent, now);
             parent = h;
           }
         } else if (e.type === 'removed') {
           let lost: string[] | null = null;
           for (const h of e.hashes) {
-            const b = rb.blocks.get(h);
-            if (b === undefined) continue;
-            if (b.links !== null) (lost ??= []).push(...b.links);
-            drop(rb, h, b);
+            const s = slab.find(st.id, h);
+            if (s === NIL) continue;
+            const links = drop(st, s);
+            if (links.length > 0) (lost ??= []).push(...links);
           }
           if (lost !== null) hooks.lost(replica, lost);
         } else {
-          empty(rb);
+          empty(st);
           hooks.cleared(replica);
         }
       }
     },
 
-    reset(replica) {
+    setLive(replica, rank, live) {
+      // A stream closed after its replica left: nothing to bring back.
+      if (!live && byReplica.get(replica)?.streams[rank] === undefined) return [];
+      const st = streamOf(replicaOf(replica), rank);
+      st.live = live;
+      return live ? [] : empty(st);
+    },
+
+    reset(replica, rank) {
       const rb = byReplica.get(replica);
-      if (rb === undefined) return;
-      empty(rb);
-      rb.recent.length = 0;
-      rb.recentAt = 0;
+      if (rb === undefined) return [];
+      const out: string[] = [];
+      for (const st of rb.streams) if (st !== undefined && (rank === undefined || st.rank === rank)) out.push(...empty(st));
+      return out;
     },
 
     remove(replica) {
+      const rb = byReplica.get(replica);
+      if (rb === undefined) return;
+      for (const st of rb.streams) {
+        if (st === undefined) continue;
+        empty(st);
+        streams[st.id] = undefined;
+        freeIds.push(st.id);
+      }
       byReplica.delete(replica);
     },
 
     learn(replica, chain, chainTokens, promptTokens, sentAt) {
       const rb = byReplica.get(replica);
-      if (rb === undefined || rb.blockSize === 0) return { learned: false, reason: 'unknown_replica' };
-      const bs = rb.blockSize;
-      const depth = Math.floor(promptTokens / bs);
-      const n = chain.length;
-      if (depth === 0 || n === 0) return { learned: false, reason: 'short' };
-      // A Set: the ring may hold a key more than once, and many blocks can share one depth.
-      const found = new Set<string>();
-      for (const k of rb.recent) {
-        const b = rb.blocks.get(k);
-        if (b !== undefined && b.depth === depth && b.storedAt >= sentAt) found.add(k);
-      }
-      const candidates = [...found];
-      // The conversation's deepest link already mapped here tells which lineage is its own.
-      let anchor: string | null = null;
-      let anchorDepth = 0;
-      for (let i = n - 1; i >= 0 && anchor === null; i--) {
-        const k = rb.linkBlock.get(chain[i]);
-        const b = k === undefined ? undefined : rb.blocks.get(k);
-        if (k !== undefined && b !== undefined && b.depth > 0 && b.depth <= depth) [anchor, anchorDepth] = [k, b.depth];
-      }
-      let mine = anchor === null ? candidates : candidates.filter((k) => ancestor(rb, k, anchorDepth) === anchor);
-      // Nothing new stored (the whole prompt came from cache): the block at that depth of the
-      // conversation's own lineage, whenever it was stored.
-      if (mine.length === 0 && anchor !== null) mine = [...(rb.byDepth.get(depth) ?? [])].filter((k) => ancestor(rb, k, anchorDepth) === anchor);
-      if (mine.length === 0) return { learned: false, reason: 'none' };
-      if (mine.length > 1) return { learned: false, reason: 'ambiguous' };
-      // Links spread up the lineage by their share of the prompt (estimated tokens scaled to P).
-      const scale = promptTokens / chainTokens[n - 1];
-      let key: string | null = mine[0];
-      let b = rb.blocks.get(key);
-      for (let i = n - 1; i >= 0 && b !== undefined; i--) {
-        const d = Math.floor((chainTokens[i] * scale) / bs);
-        if (d <= 0) break;
-        while (b !== undefined && b.depth > d) {
-          key = b.parent;
-          b = parentOf(rb, b);
-        }
-        if (b === undefined || key === null || b.depth !== d) break;
-        const was = rb.linkBlock.get(chain[i]);
-        if (was === key) continue;
-        if (was !== undefined) {
-          const wb = rb.blocks.get(was);
-          if (wb?.links) wb.links = wb.links.filter((l) => l !== chain[i]);
-        }
-        rb.linkBlock.set(chain[i], key);
-        (b.links ??= []).push(chain[i]);
-      }
-      return { learned: true, reason: 'learned' };
+      return rb === undefined ? { learned: false, reason: 'unknown_replica' } : learnBlocks({ slab, streams, slotLinks, matched: hooks.matched }, rb, chain, chainTokens, promptTokens, sentAt);
+    },
+
+    live(replica) {
+      return byReplica.get(replica)?.streams.some((st) => st?.live === true) ?? false;
     },
 
     stats(replica) {
       const rb = byReplica.get(replica);
-      return rb === undefined ? null : { blocks: rb.blocks.size, links: rb.linkBlock.size };
+      if (rb === undefined) return null;
+      let blocks = 0;
+      for (const st of rb.streams) blocks += st?.blocks ?? 0;
+      return { blocks, links: rb.linkBlock.size };
     },
 
     replicas: () => [...byReplica.keys()],
+    size: () => slab.size(),
   };
 }

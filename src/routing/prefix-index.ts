@@ -4,8 +4,11 @@
  * evicted, and a per-replica token budget (its KV capacity) that forgets the replica's least
  * recently used links first. The age starts at the TTL and is each replica's own: the cached-token
  * feedback lowers it when the replica served less than predicted (evicted()) and raises it back
- * when an old prefix was still served (kept()); a replica whose KV events say exactly what it
- * evicts has none (setExact(), forgetLinks()).
+ * when an old prefix was still served (kept()). An entry matched to an engine block of a live KV
+ * event stream is exact (markExact()): it does not expire by age and the feedback leaves it alone,
+ * since the events say when it goes (forgetLinks()); every other entry of that replica, never
+ * matched (learnt before the stream was live, or on a gateway started against a running fleet),
+ * keeps its replica's age and feedback.
  *
  * An entry is one (link, replica) pair. Entries live in a slab of typed arrays indexed by slot, so
  * 600K of them are a few flat arrays rather than 600K heap objects for the GC to trace:
@@ -42,10 +45,13 @@ export interface PrefixIndex {
   /** The replica no longer holds these links (its KV events said so). */
   forgetLinks(replica: string, links: readonly string[]): void;
   /**
-   * Exact residency: the replica's KV events say what it evicts, so its entries no longer expire
-   * by age (the bounds by entries and capacity still hold). Off: its retention estimate again.
+   * Exact residency per link: these links are matched to engine blocks whose removal the
+   * replica's KV events will name, so they no longer expire by age and the feedback leaves them
+   * alone (the bounds by entries and capacity still hold). Off: the replica's estimate again.
    */
-  setExact(replica: string, exact: boolean): void;
+  markExact(replica: string, links: readonly string[], exact: boolean): void;
+  /** The replica left the fleet: its entries go and its id is free for another. */
+  removeReplica(replica: string): void;
   /**
    * The replica served only `keptTokens` of a chain the index believed warm beyond that: it has
    * evicted. The chain's links past `keptTokens` go, and so does everything the replica last used
@@ -55,10 +61,12 @@ export interface PrefixIndex {
   evicted(replica: string, chain: readonly string[], chainTokens: readonly number[], keptTokens: number, now: number): number | null;
   /** The replica served the chain's first `tokens` from cache: it keeps things at least that long. */
   kept(replica: string, chain: readonly string[], chainTokens: readonly number[], tokens: number, now: number): void;
-  /** How long the index believes the replica keeps an unused prefix (Infinity while exact). */
+  /** How long the index believes the replica keeps an unused prefix it has not matched to an engine block. */
   retentionMs(replica: string): number;
   size(): number;
   tokensByReplica(): Map<string, number>;
+  /** Entries exact by KV events, per replica. */
+  exactByReplica(): Map<string, number>;
 }
 
 const NIL = -1;
@@ -66,6 +74,8 @@ const NIL = -1;
 // until a hit; a second is below any useful retention and keeps the replica's latest turns.
 const MIN_RETENTION_MS = 1000;
 const FIRST_SLAB = 4096;
+// Expired entries are reclaimed at most this often (match() checks each entry's age anyway).
+const SWEEP_MS = 1000;
 
 export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
   const max = Math.max(0, Math.floor(opts.maxEntries));
@@ -80,6 +90,8 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
   let rPrev = new Int32Array(cap);
   let rNext = new Int32Array(cap);
   let sib = new Int32Array(cap);
+  let exactF = new Uint8Array(cap);
+  let sweptAt = -Infinity;
   let used = 0;
   let free = NIL;
   let count = 0;
@@ -88,28 +100,30 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
   const heads = new Map<string, number>();
 
   const ids = new Map<string, number>();
-  const names: string[] = [];
+  /** By id; undefined once the replica left (its id is reused, so the sweep walks present ones only). */
+  const names: (string | undefined)[] = [];
+  const freeIds: number[] = [];
   const rHead: number[] = [];
   const rTail: number[] = [];
   const rTokens: number[] = [];
   const rCap: number[] = [];
-  /** Per replica: the feedback's retention estimate (≤ ttl), and whether KV events make it exact. */
+  /** Per replica: the feedback's retention estimate (≤ ttl); entries exact by KV events. */
   const rRetention: number[] = [];
-  const rExact: boolean[] = [];
-  const ttlOf = (r: number) => (rExact[r] ? Infinity : rRetention[r]);
+  const rExact: number[] = [];
+  const ttlOf = (s: number) => (exactF[s] === 1 ? Infinity : rRetention[rep[s]]);
 
   function idOf(name: string): number {
     let r = ids.get(name);
     if (r === undefined) {
-      r = names.length;
+      r = freeIds.pop() ?? names.length;
       ids.set(name, r);
-      names.push(name);
-      rHead.push(NIL);
-      rTail.push(NIL);
-      rTokens.push(0);
-      rCap.push(Infinity);
-      rRetention.push(ttl);
-      rExact.push(false);
+      names[r] = name;
+      rHead[r] = NIL;
+      rTail[r] = NIL;
+      rTokens[r] = 0;
+      rCap[r] = Infinity;
+      rRetention[r] = ttl;
+      rExact[r] = 0;
     }
     return r;
   }
@@ -130,6 +144,9 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
     rPrev = widen(rPrev, i32);
     rNext = widen(rNext, i32);
     sib = widen(sib, i32);
+    const e = new Uint8Array(next);
+    e.set(exactF);
+    exactF = e;
     links.length = next;
     cap = next;
   }
@@ -162,6 +179,10 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
     unlinkGlobal(s);
     unlinkReplica(s);
     rTokens[rep[s]] -= incr[s];
+    if (exactF[s] === 1) {
+      rExact[rep[s]]--;
+      exactF[s] = 0;
+    }
     const link = links[s] as string;
     const head = heads.get(link) as number;
     if (head === s) {
@@ -198,11 +219,18 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
     while (rTokens[r] > rCap[r] && rTail[r] !== NIL) remove(rTail[r]);
   }
 
-  // Per replica, oldest first: each has its own retention, and an exact one does not expire.
+  // Per replica, oldest first: each has its own retention; exact entries are stepped over.
   function sweepExpired(now: number): void {
+    if (now - sweptAt < SWEEP_MS) return;
+    sweptAt = now;
     for (let r = 0; r < names.length; r++) {
-      const t = ttlOf(r);
-      while (rTail[r] !== NIL && now - seen[rTail[r]] > t) remove(rTail[r]);
+      if (names[r] === undefined) continue;
+      const t = rRetention[r];
+      for (let s = rTail[r]; s !== NIL && now - seen[s] > t;) {
+        const up = rPrev[s];
+        if (exactF[s] === 0) remove(s);
+        s = up;
+      }
     }
   }
 
@@ -210,7 +238,7 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
   function deepestBeyond(chain: readonly string[], chainTokens: readonly number[], r: number, tokens: number): number {
     for (let i = chain.length - 1; i >= 0 && chainTokens[i] > tokens; i--) {
       const s = find(chain[i], r);
-      if (s !== NIL) return s;
+      if (s !== NIL && exactF[s] === 0) return s;
     }
     return NIL;
   }
@@ -222,8 +250,8 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
       for (let i = chain.length - 1; i >= 0; i--) {
         let s = heads.get(chain[i]) ?? NIL;
         for (; s !== NIL; s = sib[s]) {
-          if (now - seen[s] > ttlOf(rep[s])) continue;
-          const name = names[rep[s]];
+          if (now - seen[s] > ttlOf(s)) continue;
+          const name = names[rep[s]] as string;
           if (!out.has(name)) out.set(name, chainTokens[i]);
         }
         if (out.size >= want) break;
@@ -283,8 +311,25 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
       }
     },
 
-    setExact(replica, exact) {
-      rExact[idOf(replica)] = exact;
+    markExact(replica, marked, exact) {
+      const r = ids.get(replica);
+      if (r === undefined) return;
+      const want = exact ? 1 : 0;
+      for (const link of marked) {
+        const s = find(link, r);
+        if (s === NIL || exactF[s] === want) continue;
+        exactF[s] = want;
+        rExact[r] += exact ? 1 : -1;
+      }
+    },
+
+    removeReplica(replica) {
+      const r = ids.get(replica);
+      if (r === undefined) return;
+      while (rHead[r] !== NIL) remove(rHead[r]);
+      ids.delete(replica);
+      names[r] = undefined;
+      freeIds.push(r);
     },
 
     evicted(replica, chain, chainTokens, keptTokens, now) {
@@ -293,11 +338,16 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
       const lost = deepestBeyond(chain, chainTokens, r, keptTokens);
       if (lost === NIL) return null;
       const lostAt = seen[lost];
+      // Exact entries stay: the events, not this guess, say when they go.
       for (let i = chain.length - 1; i >= 0 && chainTokens[i] > keptTokens; i--) {
         const s = find(chain[i], r);
-        if (s !== NIL) remove(s);
+        if (s !== NIL && exactF[s] === 0) remove(s);
       }
-      while (rTail[r] !== NIL && seen[rTail[r]] <= lostAt) remove(rTail[r]);
+      for (let s = rTail[r]; s !== NIL && seen[s] <= lostAt;) {
+        const up = rPrev[s];
+        if (exactF[s] === 0) remove(s);
+        s = up;
+      }
       const age = Math.max(0, now - lostAt);
       rRetention[r] = Math.min(rRetention[r], Math.max(age, MIN_RETENTION_MS));
       return age;
@@ -310,7 +360,7 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
       for (let i = chain.length - 1; i >= 0; i--) {
         if (chainTokens[i] > tokens) continue;
         const s = find(chain[i], r);
-        if (s === NIL) continue;
+        if (s === NIL || exactF[s] === 1) continue;
         rRetention[r] = Math.min(ttl, Math.max(rRetention[r], now - seen[s]));
         return;
       }
@@ -318,14 +368,20 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
 
     retentionMs(replica) {
       const r = ids.get(replica);
-      return r === undefined ? ttl : ttlOf(r);
+      return r === undefined ? ttl : rRetention[r];
     },
 
     size: () => count,
 
     tokensByReplica() {
       const out = new Map<string, number>();
-      for (let r = 0; r < names.length; r++) if (rTokens[r] > 0) out.set(names[r], rTokens[r]);
+      for (let r = 0; r < names.length; r++) if (names[r] !== undefined && rTokens[r] > 0) out.set(names[r] as string, rTokens[r]);
+      return out;
+    },
+
+    exactByReplica() {
+      const out = new Map<string, number>();
+      for (let r = 0; r < names.length; r++) if (names[r] !== undefined && rExact[r] > 0) out.set(names[r] as string, rExact[r]);
       return out;
     },
   };

@@ -40,7 +40,7 @@ export interface RouterDeps {
   };
   /** Told what the cache beliefs get right and wrong (metrics). */
   readonly residency?: ResidencyObserver;
-  /** Engine blocks tracked per replica whose KV events are read (the config's kvEvents.maxBlocksPerReplica). */
+  /** Engine blocks tracked over every replica whose KV events are read (the config's kvEvents.maxBlocks). */
   readonly kvMaxBlocks?: number;
 }
 
@@ -107,17 +107,19 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   // Requests whose prefetch found the shared store silent: their miss is not a known one.
   const unconfirmed = new WeakSet<RequestIdentity>();
   const observe = deps.residency;
-  /** Replicas whose KV event stream is live: exact residency, no feedback guesses. */
-  const live = new Set<string>();
   const routedAt = new WeakMap<RequestIdentity, number>();
+  // Which streams are live is the residency's to say (kv-residency.ts); the index marks the links
+  // matched there exact, one by one.
   const residency = createKvResidency({
-    maxBlocks: deps.kvMaxBlocks ?? KV_EVENTS_DEFAULTS.maxBlocksPerReplica,
+    maxBlocks: deps.kvMaxBlocks ?? KV_EVENTS_DEFAULTS.maxBlocks,
     hooks: {
       lost(replica, links) {
         index.forgetLinks(replica, links);
         observe?.evicted(replica, 'events', links.length);
       },
       cleared: (replica) => index.forgetReplica(replica),
+      matched: (replica, links) => index.markExact(replica, links, true),
+      unmatched: (replica, links) => index.markExact(replica, links, false),
     },
   });
 
@@ -126,7 +128,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     const scale = cost.tokenScale();
     const predicted = Math.min(matched, identity.promptTokens) * scale;
     observe?.cachedTokens(replica, Math.round(predicted), cachedTokens);
-    if (live.has(replica)) return; // its events already say exactly what it evicted
+    // Links matched to engine blocks are the events' to forget; the index leaves them out here.
     if (cachedTokens + Math.max(EVICTION_SLACK_TOKENS, EVICTION_SLACK * predicted) < predicted) {
       const age = index.evicted(replica, identity.chain, identity.chainTokens, cachedTokens / scale, t);
       if (age !== null) observe?.evicted(replica, 'feedback', 1);
@@ -139,7 +141,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     const sentAt = routedAt.get(identity);
     if (sentAt === undefined) return;
     setTimeout(() => {
-      if (!live.has(replica)) return;
+      if (!residency.live(replica)) return;
       observe?.learned(replica, residency.learn(replica, identity.chain, identity.chainTokens, promptTokens, sentAt).reason);
     }, LEARN_DELAY_MS).unref();
   }
@@ -286,7 +288,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       // In the gateway's estimated tokens, like the agent's prompt: placement scales both to the replica's.
       if (key !== null) workingSet.touch(key, outcome.replica, agentOf(identity), identity.promptTokens, t);
       index.record(identity.chain, identity.chainTokens, outcome.replica, t);
-      if (outcome.promptTokens !== null && live.has(outcome.replica)) learnBlocks(identity, outcome.replica, outcome.promptTokens);
+      if (outcome.promptTokens !== null && residency.live(outcome.replica)) learnBlocks(identity, outcome.replica, outcome.promptTokens);
       traffic.served(outcome.replica, t);
       if (identity.sessionKey !== null) store.pin(identity.sessionKey, outcome.replica, identity.promptTokens, t);
       else if (identity.placementKey !== null) {
@@ -330,7 +332,8 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     replicaLeft(replica) {
       forgetReplica(replica);
       residency.remove(replica);
-      live.delete(replica);
+      index.removeReplica(replica);
+      capacities.delete(replica);
       lostHomes.delete(replica);
       stored.left(replica);
       cost.remove(replica);
@@ -345,24 +348,21 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       kvBlocksByReplica: new Map(residency.replicas().map((r) => [r, residency.stats(r) as { blocks: number; links: number }])),
       workingSetTokensByReplica: new Map([...capacities.keys()].map((name) => [name, workingSet.of(name, now()).tokens * cost.tokenScale()])),
     }),
-    kvEvents(replica, events) {
+    kvEvents(replica, events, rank = 0) {
       if (!composition.learns) return;
-      residency.apply(replica, events, now());
+      residency.apply(replica, events, now(), rank);
     },
-    kvStream(replica, state) {
+    kvStream(replica, state, rank = 0) {
       if (state === 'lost') {
-        if (!live.delete(replica)) return;
-        index.setExact(replica, false);
-        // Removals may have gone by unseen: what is mapped can no longer be trusted.
-        residency.reset(replica);
+        // Removals may have gone by unseen: the links matched there are forgotten, not trusted.
+        index.forgetLinks(replica, residency.setLive(replica, rank, false));
         return;
       }
       if (state === 'restarted') {
-        residency.reset(replica);
+        residency.reset(replica, rank);
         index.forgetReplica(replica);
       }
-      live.add(replica);
-      index.setExact(replica, true);
+      residency.setLive(replica, rank, true);
     },
   };
 }

@@ -178,15 +178,17 @@ export interface Router {
   /** Routing state for /admin and gauges; cheap enough to call once per scrape, not per request. */
   stats(): RouterStats;
   /**
-   * A replica's KV events (fleet/kv-events/), decoded and of the tier routing counts. While its
-   * stream is live, what it says is evicted is forgotten and its entries stop expiring by age.
+   * A replica's KV events (fleet/kv-events/) from one data-parallel rank (0 without), decoded and
+   * of the tier routing counts. What they say is evicted is forgotten; links matched to their
+   * blocks while the stream is live stop expiring by age.
    */
-  kvEvents(replica: string, events: readonly KvEvent[]): void;
+  kvEvents(replica: string, events: readonly KvEvent[], rank?: number): void;
   /**
-   * The replica's event stream: `live` (in sequence), `restarted` (it starts empty: nothing it held
-   * before is believed), `lost` (a gap no replay filled, or no stream: back to the retention estimate).
+   * A rank's event stream: `live` (in sequence, proved), `restarted` (it starts empty: nothing it
+   * held before is believed), `lost` (a gap no replay filled, or no stream: the links matched
+   * there are forgotten, and none is matched until it is live again).
    */
-  kvStream(replica: string, state: 'live' | 'restarted' | 'lost'): void;
+  kvStream(replica: string, state: 'live' | 'restarted' | 'lost', rank?: number): void;
 }
 
 /** What the router tells about its cache beliefs, for the metrics (server.ts wires them). */
@@ -229,7 +231,7 @@ export interface RouterStats {
   readonly tokenScale: number;
   /** Stored-response records (response id → replica) this gateway holds. */
   readonly responseRecords: number;
-  /** Per replica: how long an unused prefix is believed kept (ms; Infinity while its KV events are live). */
+  /** Per replica: how long an unused prefix not matched to an engine block is believed kept (ms); matched ones go when its KV events say so. */
   readonly retentionByReplica: ReadonlyMap<string, number>;
   /** Per replica with KV events: engine blocks known resident, and chain links mapped to them. */
   readonly kvBlocksByReplica: ReadonlyMap<string, { blocks: number; links: number }>;

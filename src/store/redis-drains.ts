@@ -5,6 +5,12 @@ import { redisTarget } from './redis-connect.js';
 
 /** How often each gateway reads the shared drain state: a drain reaches every gateway within it (plus a round trip). */
 export const DRAIN_POLL_MS = 500;
+/**
+ * A drain entry no gateway has refreshed for this long is deleted: every gateway that has the
+ * replica rewrites its entry's time (at a quarter of this), so an entry goes only once the
+ * replica has left every gateway's fleet for this long.
+ */
+export const DRAIN_ENTRY_TTL_MS = 10 * 60_000;
 
 export interface SharedDrains {
   /** This gateway drained (true) or undrained (false) a replica by hand: every other gateway follows. */
@@ -14,10 +20,13 @@ export interface SharedDrains {
 
 /**
  * Drain state shared between gateways: a drain through one pod of the admin Service reaches all.
- * One Redis hash (`<prefix>drains`: replica → when and by whom) holds the replicas drained by
- * hand; every gateway reads it every DRAIN_POLL_MS (one HGETALL: a gateway that starts, or that
- * was cut off, catches up by the same read) and applies what changed since its last read. A
- * change made here is written before the next read, and kept until Redis takes it.
+ * One Redis hash (`<prefix>drains`: replica → when a gateway that has it last vouched for it)
+ * holds the replicas drained by hand; every gateway reads it every DRAIN_POLL_MS (one HGETALL: a
+ * gateway that starts, or that was cut off, catches up by the same read). A drained replica this
+ * gateway has and is not draining is drained — also one it discovers later, whenever it appears
+ * (or leaves and comes back); an entry gone undrains what this gateway drained for it. Entries
+ * of replicas no gateway has expire (DRAIN_ENTRY_TTL_MS). A change made here is written before
+ * the next read, and kept until Redis takes it.
  */
 export function createSharedDrains(opts: {
   url: string;
@@ -26,13 +35,19 @@ export function createSharedDrains(opts: {
   log: Logger;
   /** Apply another gateway's drain (true) or undrain (false) here. */
   apply(name: string, draining: boolean): void;
+  /** Whether this gateway has the replica: null when not (yet), else whether it is draining. */
+  draining(name: string): boolean | null;
+  /** Tests only: DRAIN_ENTRY_TTL_MS. */
+  entryTtlMs?: number;
 }): SharedDrains {
   const { metrics, log } = opts;
+  const ttl = opts.entryTtlMs ?? DRAIN_ENTRY_TTL_MS;
   const key = `${opts.keyPrefix}drains`;
   const conn: Redis | Cluster = redisTarget(opts.url).connect({ enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2_000, commandTimeout: 2_000, retryStrategy: (n) => Math.min(50 * 2 ** Math.min(n, 10), 2_000) });
   conn.on('error', () => {}); // counted where a command fails, below
   const pending = new Map<string, boolean>();
-  let known = new Set<string>();
+  /** Replicas drained here because the hash says so (or by this gateway's own admin call). */
+  let applied = new Set<string>();
   let failing = false;
   let closed = false;
   let busy = false;
@@ -51,15 +66,27 @@ export function createSharedDrains(opts: {
         if (draining) await conn.hset(key, name, `${Date.now()}`);
         else await conn.hdel(key, name);
         if (pending.get(name) === draining) pending.delete(name);
-        if (draining) known.add(name);
-        else known.delete(name);
+        if (draining) applied.add(name);
+        else applied.delete(name);
       }
-      const now = new Set(Object.keys(await conn.hgetall(key)));
+      const entries = await conn.hgetall(key);
       if (failing) log.info('shared drain state reachable again');
       failing = false;
-      for (const name of now) if (!known.has(name) && !pending.has(name)) opts.apply(name, true);
-      for (const name of known) if (!now.has(name) && !pending.has(name)) opts.apply(name, false);
-      known = now;
+      const t = Date.now();
+      const now = new Set<string>();
+      for (const [name, at] of Object.entries(entries)) {
+        const here = opts.draining(name);
+        const age = t - Number(at);
+        if (here === null && !(age <= ttl)) {
+          await conn.hdel(key, name);
+          continue;
+        }
+        if (here !== null && !(age <= ttl / 4)) await conn.hset(key, name, `${t}`);
+        now.add(name);
+        if (here === false && !pending.has(name)) opts.apply(name, true);
+      }
+      for (const name of applied) if (!now.has(name) && !pending.has(name)) opts.apply(name, false);
+      applied = new Set([...now].filter((name) => opts.draining(name) === true));
     } catch (e) {
       fail(e);
     } finally {

@@ -71,7 +71,7 @@ describe('the admin API', () => {
     assert.equal(keyless.status, 200);
     const [line] = (await waitForAccess(g, (ls) => ls.some((l) => l.conversation !== undefined))).filter((l) => l.conversation !== undefined);
     assert.match(line.conversation, /^[0-9a-f]{12}$/);
-    assert.equal(line.session, null);
+    assert.equal(line.session, undefined, 'a keyless line carries no session tag');
     const found = await get(`${g.adminUrl}/admin/sessions/${line.conversation}`);
     assert.equal(found.status, 200, JSON.stringify(found.body));
     assert.equal(found.body.keyless, true);

@@ -52,7 +52,8 @@ test('KV events: what the replica evicts is no longer believed resident; a resta
   assert.equal((await simTurn(g, turn1, { session: 's1' })).status, 200);
   await waitFor('the request mapped to its engine blocks', async () => (await value(g, 'kvBlockMapping', { replica: 'a', outcome: 'learned' })) === 1);
   assert.ok(believed(g, 'a') > 600);
-  assert.equal(g.gw.router.stats().retentionByReplica.get('a'), Infinity, 'exact: no TTL');
+  assert.ok((g.gw.router.stats().kvBlocksByReplica.get('a')?.links ?? 0) > 0, 'links matched to engine blocks: exact');
+  assert.equal(g.gw.router.stats().retentionByReplica.get('a'), 600_000, 'the links never matched keep the TTL');
 
   await flood(a);
   await waitFor('the eviction seen', async () => (await value(g, 'residencyEvictions', { replica: 'a', source: 'events' })) > 0 && believed(g, 'a') === 0);

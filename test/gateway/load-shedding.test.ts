@@ -47,7 +47,7 @@ describe('load shedding: bounded limits and queues, refusals counted by reason',
       const q = await queued;
       assert.equal(q.statusCode, 200);
       await q.body.text();
-      const isQueued = (l: Record<string, any>) => l.session !== null && l.sessionSource === 'header:x-session-id';
+      const isQueued = (l: Record<string, any>) => l.session !== undefined && l.sessionSource === 'header:x-session-id';
       const line = (await waitForAccess(g, (ls) => ls.some(isQueued))).find(isQueued)!;
       assert.ok(line.queueMs >= 300, `the wait shows as the queue hop: ${line.queueMs} ms`);
       assert.equal(await metric(g, /warmroute_shed_total\{reason="global_queue_full"\} (\d+)/), 1);

@@ -184,7 +184,7 @@ describe('defects 3–7 against a fixture replica', () => {
     assert.equal(broken.route, 'pinned');
     assert.equal(broken.replica, first.replica);
     assert.match(broken.text, /"code":"upstream_stream_error"/);
-    const line = (await waitForAccess(g, (ls) => ls.length > logged)).filter((l) => l.session !== null).at(-1)!;
+    const line = (await waitForAccess(g, (ls) => ls.length > logged)).filter((l) => l.session !== undefined).at(-1)!;
     assert.equal(line.outcome, 'interrupted');
     const metrics = await (await request(`${g.adminUrl}/metrics`)).body.text();
     assert.match(metrics, new RegExp(`warmroute_requests_total\\{replica="${first.replica.replace(/\./g, '\\.')}",route="pinned",code="interrupted"\\} 1`));

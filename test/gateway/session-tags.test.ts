@@ -16,8 +16,8 @@ async function tagOf(g: TestGateway, session: string): Promise<string> {
   });
   await res.body.text();
   assert.equal(res.statusCode, 200);
-  const lines = await waitForAccess(g, (ls) => ls.some((l) => l.sessionSource !== null && l.session !== null && l.__seen !== true));
-  const line = lines.filter((l) => l.session !== null && l.__seen !== true).at(-1)!;
+  const lines = await waitForAccess(g, (ls) => ls.some((l) => l.sessionSource !== undefined && l.session !== undefined && l.__seen !== true));
+  const line = lines.filter((l) => l.session !== undefined && l.__seen !== true).at(-1)!;
   for (const l of lines) l.__seen = true;
   assert.match(line.session, /^[0-9a-f]{12}$/);
   return line.session;

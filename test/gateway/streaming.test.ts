@@ -72,7 +72,7 @@ describe('streaming through the gateway', () => {
     assert.equal(line.stream, false);
     assert.equal(line.cachedTokens, 16);
     // Its first byte comes after the whole generation: not a time to first token.
-    assert.equal(line.ttftMs, null);
+    assert.equal(line.ttftMs, undefined);
     assert.equal(line.firstToken, undefined);
   });
 

@@ -32,7 +32,7 @@ describe('per-hop time accounting', () => {
     } finally {
       await client.close();
     }
-    const timed = (ls: Record<string, any>[]) => ls.filter((l) => l.session !== null && l.path === '/v1/chat/completions');
+    const timed = (ls: Record<string, any>[]) => ls.filter((l) => l.session !== undefined && l.path === '/v1/chat/completions');
     const lines = timed(await waitForAccess(env.g, (ls) => timed(ls).length >= 12));
     assert.equal(lines.length, 12);
     const diffs: number[] = [];

@@ -85,7 +85,7 @@ describe('caller turns: calls per turn, the caller\'s wait, the LLM time in it',
     assert.deepEqual(view.turns.open, { index: 1, calls: 1 });
     // The wait runs from the first call's arrival to the answer's first token: more than the
     // answer's own TTFT, no more than what the client saw from its first send.
-    const lines = (await waitForAccess(g, (ls) => ls.filter((l) => l.session !== null && l.turn !== null).length >= 4)).slice(-4);
+    const lines = (await waitForAccess(g, (ls) => ls.filter((l) => l.session !== undefined && l.turn !== undefined).length >= 4)).slice(-4);
     assert.deepEqual(lines.map((l) => [l.turn, l.call]), [[0, 0], [0, 1], [0, 2], [1, 0]]);
     assert.ok(turn.waitMs > lines[2].ttftMs, `${turn.waitMs} ms wait > the answer's ${lines[2].ttftMs} ms TTFT`);
     assert.ok(turn.waitMs <= clientWait + 1, `${turn.waitMs} ms wait <= ${clientWait} ms seen by the client`);
@@ -137,7 +137,7 @@ describe('caller turns: calls per turn, the caller\'s wait, the LLM time in it',
     await chat(g, [sys, u1, a1, yes, { role: 'assistant', content: 'Today?' }, yes], null);
     await chat(g, [sys, u1, a1, yes, { role: 'assistant', content: 'Today?' }, yes, { role: 'assistant', content: 'Done.' }, { role: 'user', content: 'bye' }], null);
     const lines = (await waitForAccess(g, (ls) => ls.length >= before + 4)).slice(before);
-    assert.deepEqual(lines.map((l) => [l.session, l.turn, l.call]), [[null, 0, 0], [null, 1, 0], [null, 2, 0], [null, 3, 0]]);
+    assert.deepEqual(lines.map((l) => [l.session ?? null, l.turn, l.call]), [[null, 0, 0], [null, 1, 0], [null, 2, 0], [null, 3, 0]]);
   });
 
   it('a Responses API chain\'s turns are found through previous_response_id; a function_call_output carries on its turn', async () => {
@@ -203,7 +203,7 @@ describe('caller turns: the budget and the off switch', () => {
     try {
       await chat(g, [SYSTEM, { role: 'user', content: 'hi' }], 'off-1');
       const [line] = await waitForAccess(g, (ls) => ls.length >= 1);
-      assert.equal(line.turn, null);
+      assert.equal(line.turn, undefined);
       assert.equal(metricValue(await metrics(g), 'warmroute_turn_calls_count'), 0);
     } finally {
       await g.close();

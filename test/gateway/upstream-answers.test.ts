@@ -50,7 +50,7 @@ describe('issue 17 #8: the first token is the first content, reasoning or tool-c
       }
       const unstreamed = await waitForAccess(g, (ls) => ls.length >= 3);
       for (const l of unstreamed) {
-        assert.equal(l.ttftMs, null, 'a whole body has no time to first token');
+        assert.equal(l.ttftMs, undefined, 'a whole body has no time to first token');
         assert.equal(l.firstToken, undefined);
       }
       assert.equal(samplesOf(g), 0, 'the cost model learned nothing from non-streamed answers');

@@ -11,7 +11,8 @@ import { RUN, getText, longText, postJson, realFleet } from './real-fleet.js';
 describe('real vLLM: the README\'s flags', () => {
   it('the README\'s vLLM flags are exactly what the fleet runs for warmroute, and nothing else is needed', () => {
     const readme = readFileSync('README.md', 'utf8');
-    const section = readme.slice(readme.indexOf('## Against a real server'), readme.indexOf('\n## ', readme.indexOf('## Against a real server') + 5));
+    const heading = '## Run it in front of vLLM';
+    const section = readme.slice(readme.indexOf(heading), readme.indexOf('\n## ', readme.indexOf(heading) + 5));
     const block = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).find((b) => b.includes('vllm serve'))!;
     assert.ok(block, 'a vllm serve command in the section');
     const flags = [...block.matchAll(/(?:^|\s)(--[a-z-]+)/g)].map((m) => m[1]).sort();

@@ -11,6 +11,7 @@ function residency(maxBlocks = 1000) {
   const lost: string[] = [];
   let cleared = 0;
   const r = createKvResidency({ maxBlocks, hooks: { lost: (_r, links) => void lost.push(...links), cleared: () => void cleared++ } });
+  r.setLive('a', 0, true);
   return { r, lost, cleared: () => cleared };
 }
 
@@ -70,7 +71,48 @@ describe('KV residency: learning which engine blocks a request ended in', () => 
     assert.deepEqual(r.stats('a'), { blocks: 0, links: 0 });
   });
 
-  it('memory: at most maxBlocks per replica, the oldest stored first out', () => {
+  it('memory: one budget over every replica, the least recently stored out first; its links become estimates again', () => {
+    const unmatched: string[] = [];
+    const r = createKvResidency({ maxBlocks: 8, hooks: { lost: () => undefined, cleared: () => undefined, unmatched: (_r, links) => void unmatched.push(...links) } });
+    r.setLive('a', 0, true);
+    r.apply('a', [stored('x', 1, 4)], 1);
+    assert.equal(r.learn('a', ['l'], [16], 16, 1).reason, 'learned');
+    r.apply('b', [stored('y', 1, 4)], 2);
+    assert.equal(r.size(), 8);
+    r.apply('a', [stored('x', 1, 1)], 3); // stored again: the most recent now
+    r.apply('b', [stored('z', 1, 3)], 4);
+    assert.equal(r.size(), 8);
+    assert.deepEqual(r.stats('a'), { blocks: 1, links: 0 }, 'x2..x4 were the least recently stored, x1 refreshed');
+    assert.deepEqual(r.stats('b'), { blocks: 7, links: 0 });
+    assert.deepEqual(unmatched, ['l'], 'a budget drop is no eviction: the link is an estimate again');
+  });
+
+  it('memory: a block a served prompt ended on counts as used; the budget takes older ones first', () => {
+    const unmatched: string[] = [];
+    const r = createKvResidency({ maxBlocks: 8, hooks: { lost: () => undefined, cleared: () => undefined, unmatched: (_r, links) => void unmatched.push(...links) } });
+    r.setLive('a', 0, true);
+    r.apply('a', [stored('x', 1, 4)], 1);
+    r.apply('b', [stored('y', 1, 4)], 2);
+    assert.equal(r.learn('a', ['l'], [16], 16, 1).reason, 'learned'); // x4, after y was stored
+    r.apply('b', [stored('z', 1, 3)], 4);
+    assert.deepEqual(r.stats('a'), { blocks: 1, links: 1 }, 'x1..x3 went, x4 (used) stayed');
+    assert.deepEqual(unmatched, []);
+  });
+
+  it('data-parallel ranks: the same hash on two ranks is two blocks; a rank reset leaves the other', () => {
+    const { r } = residency();
+    r.apply('a', [stored('x', 1, 4)], 1, 0);
+    r.apply('a', [stored('x', 1, 4)], 1, 1);
+    assert.equal(r.stats('a')?.blocks, 8);
+    r.apply('a', [{ type: 'removed', hashes: ['x4'], medium: 'GPU' }], 2, 1);
+    assert.equal(r.stats('a')?.blocks, 7);
+    r.reset('a', 1);
+    assert.equal(r.stats('a')?.blocks, 4);
+    r.remove('a');
+    assert.equal(r.size(), 0);
+  });
+
+  it('memory: at most maxBlocks, the oldest stored first out', () => {
     const { r } = residency(8);
     r.apply('a', [stored('x', 1, 20)], 1);
     assert.equal(r.stats('a')?.blocks, 8);

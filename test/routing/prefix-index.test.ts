@@ -153,16 +153,42 @@ describe('prefix index: residency feedback and exact eviction', () => {
     assert.deepEqual(Object.fromEntries(idx.match(...chain('a', 4), 0)), { r0: 200, r1: 400 });
   });
 
-  it('setExact: an exact replica keeps entries past the TTL, the others expire', () => {
+  it('markExact: links matched to engine blocks keep past the TTL; the same replica\'s other links expire', () => {
     const idx = createPrefixIndex({ maxEntries: 100, ttlMs: 1000 });
     idx.record(...chain('a', 3), 'r0', 0);
+    idx.record(...chain('b', 3), 'r0', 0);
     idx.record(...chain('a', 3), 'r1', 0);
-    idx.setExact('r0', true);
+    idx.markExact('r0', ['a-0', 'a-1', 'a-2'], true);
     idx.record(...chain('z', 1), 'r1', 5000); // a record sweeps expired entries
     assert.deepEqual(Object.fromEntries(idx.match(...chain('a', 3), 5000)), { r0: 300 });
-    assert.equal(idx.retentionMs('r0'), Infinity);
-    idx.setExact('r0', false);
+    assert.deepEqual(Object.fromEntries(idx.match(...chain('b', 3), 5000)), {}, 'never matched: its TTL holds on the same replica');
+    assert.equal(idx.retentionMs('r0'), 1000, 'the replica keeps its estimate for the links the events do not speak for');
+    assert.deepEqual(Object.fromEntries(idx.exactByReplica()), { r0: 3 });
+    idx.markExact('r0', ['a-0', 'a-1', 'a-2'], false);
     assert.deepEqual(Object.fromEntries(idx.match(...chain('a', 3), 5000)), {});
+  });
+
+  it('feedback on a replica with KV events: exact links stay, the links never matched are judged as before', () => {
+    const idx = createPrefixIndex({ maxEntries: 1000, ttlMs: 600_000 });
+    idx.record(...chain('sys', 2), 'r0', 1_000);
+    idx.markExact('r0', ['sys-0', 'sys-1'], true);
+    idx.record(...chain('a', 5), 'r0', 10_000);
+    // Served only 100 tokens of a 500-token chain: a-1.. evicted; the exact sys links (used earlier) stay.
+    assert.equal(idx.evicted('r0', ...chain('a', 6), 100, 40_000), 30_000);
+    assert.equal(idx.retentionMs('r0'), 30_000, 'the feedback still lowers the estimate');
+    assert.deepEqual(Object.fromEntries(idx.match(...chain('a', 6), 40_000)), {});
+    assert.deepEqual(Object.fromEntries(idx.match(...chain('sys', 2), 40_000)), { r0: 200 }, 'exact: the events say when it goes');
+  });
+
+  it('removeReplica frees the replica\'s id for the next one; the sweep walks only present replicas', () => {
+    const idx = createPrefixIndex({ maxEntries: 100, ttlMs: 1000 });
+    for (let i = 0; i < 50; i++) {
+      idx.record(...chain(`s${i}`, 1), `gone-${i}`, i * 2000);
+      idx.removeReplica(`gone-${i}`);
+    }
+    idx.record(...chain('a', 1), 'here', 200_000);
+    assert.deepEqual([...idx.tokensByReplica().keys()], ['here']);
+    assert.equal(idx.size(), 1);
   });
 
   it('evicted: the chain past what was served goes, with all the replica used before it, and retention drops', () => {

@@ -5,7 +5,8 @@
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { resolveConfig } from '../../src/config/load.js';
 import { startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
@@ -81,15 +82,19 @@ describe('Dockerfile', () => {
     assert.equal(one('STOPSIGNAL').args.trim(), 'SIGTERM');
   });
 
-  it('HEALTHCHECK fetches the admin port\'s /healthz with node (the -slim image has no curl)', () => {
+  it('HEALTHCHECK asks the image\'s own CLI (`healthcheck`), which finds the admin port as the gateway does (the -slim image has no curl)', () => {
     assert.ok(healthCmd, 'exec form');
-    assert.equal(healthCmd[0], 'node');
-    assert.match(healthCmd.join(' '), /\/healthz/);
-    assert.match(healthCmd.join(' '), new RegExp(`WARMROUTE_ADMIN_PORT \\|\\| ${defaults.admin.port}\\b`));
+    assert.deepEqual(healthCmd, [...entrypoint!, 'healthcheck']);
     assert.doesNotMatch(code, /\bcurl\b|\bwget\b/);
     assert.ok(one('HEALTHCHECK').flags.interval && one('HEALTHCHECK').flags.timeout);
   });
 });
+
+/** The HEALTHCHECK as Docker runs it: in the container's PID and mount namespaces (the gateway is PID 1), as its USER, with its environment. */
+function healthInside(dir: string, pid: number, containerEnv: Record<string, string>): number | null {
+  return spawnSync('nsenter', ['-t', String(pid), '-p', '-m', `--wd=${dir}`, '--', 'setpriv', '--reuid', String(user.uid), '--regid', String(user.gid), '--clear-groups', ...healthCmd!],
+    { env: { PATH: IMAGE_PATH, ...containerEnv }, timeout: 10_000 }).status;
+}
 
 describe('the image\'s command, run as the image runs it', () => {
   let layout: Awaited<ReturnType<typeof imageLayout>>;
@@ -113,6 +118,34 @@ describe('the image\'s command, run as the image runs it', () => {
     assert.match(c.stderr(), /WARMROUTE_UPSTREAM/);
   });
 
+  for (const by of ['a flag (`docker run … serve --admin-port N`)', 'a config file (`serve --config FILE`)'] as const) {
+    it(`HEALTHCHECK follows an admin port set by ${by}`, async (t) => {
+      if (noSandbox) return void t.skip(`needs the sandbox (PID 1, read-only root, uid ${user.uid}): ${noSandbox}`);
+      const adminPort = await freePort();
+      const wr = { ...env, WARMROUTE_UPSTREAM: replica.url, WARMROUTE_HOST: '127.0.0.1', WARMROUTE_PORT: '0' };
+      let serveArgs: string[];
+      if (by.startsWith('a flag')) serveArgs = ['serve', '--admin-host', '127.0.0.1', '--admin-port', String(adminPort)];
+      else {
+        const file = join(layout.dir, 'warmroute.yaml');
+        writeFileSync(file, `admin:\n  host: 127.0.0.1\n  port: ${adminPort}\n`);
+        chmodSync(file, 0o644);
+        serveArgs = ['serve', '--config', file];
+      }
+      const c = runContained(layout.dir, [...entrypoint!, ...serveArgs], wr, user);
+      try {
+        await waitFor(() => c.logs.some((l) => l.msg === 'warmroute listening') || c.child.exitCode !== null, 20_000, 'the gateway to listen');
+        const listening = c.logs.find((l) => l.msg === 'warmroute listening');
+        assert.ok(listening, `did not start: ${c.stderr()}`);
+        assert.equal(listening.adminUrl, `http://127.0.0.1:${adminPort}`);
+        assert.equal(healthInside(layout.dir, c.pid(), wr), 0, 'the HEALTHCHECK passes');
+        process.kill(c.pid(), 'SIGTERM');
+        assert.equal(await c.exited, 0);
+      } finally {
+        if (c.child.exitCode === null) c.child.kill('SIGKILL');
+      }
+    });
+  }
+
   it('from WARMROUTE_* alone, as PID 1 on a read-only root as the Dockerfile\'s USER: serves, passes its HEALTHCHECK, and drains on SIGTERM', async (t) => {
     // Without the sandbox the run would not be the image's: skipped, not passed.
     if (noSandbox) return void t.skip(`needs the sandbox (PID 1, read-only root, uid ${user.uid}): ${noSandbox}`);
@@ -121,7 +154,8 @@ describe('the image\'s command, run as the image runs it', () => {
       ...env, WARMROUTE_UPSTREAM: replica.url, WARMROUTE_HOST: '127.0.0.1', WARMROUTE_PORT: '0',
       WARMROUTE_ADMIN_HOST: '127.0.0.1', WARMROUTE_ADMIN_PORT: String(adminPort),
     };
-    const health = () => spawnSync(healthCmd![0], healthCmd!.slice(1), { env: { PATH: IMAGE_PATH, ...wr }, timeout: 10_000 }).status;
+    // Outside the container (no gateway as PID 1 there): the environment alone says where.
+    const health = () => spawnSync(healthCmd![0], healthCmd!.slice(1), { cwd: layout.dir, env: { PATH: IMAGE_PATH, ...wr }, timeout: 10_000 }).status;
     const c = runContained(layout.dir, argv(), wr, user);
     try {
       await waitFor(() => c.logs.some((l) => l.msg === 'warmroute listening') || c.child.exitCode !== null, 20_000, 'the gateway to listen');
@@ -136,6 +170,7 @@ describe('the image\'s command, run as the image runs it', () => {
       assert.equal(res.status, 200);
       assert.match(await res.text(), /data: \[DONE\]/);
       assert.equal(health(), 0, 'the HEALTHCHECK passes');
+      assert.equal(healthInside(layout.dir, c.pid(), wr), 0, 'the HEALTHCHECK passes inside the container');
 
       // The premises (the harness sets them up; checked so the assertions around them mean what
       // they say): node itself, as PID 1, as the Dockerfile's USER, on a read-only root.

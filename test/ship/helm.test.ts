@@ -130,9 +130,9 @@ describe('helm/warmroute, default values', () => {
 describe('helm/warmroute, several gateways with Redis (ci/multi-replica-redis-values.yaml)', () => {
   const { objects } = render(MULTI);
 
-  it('renders the HPA, PDB, ServiceMonitor, dashboard ConfigMap and the Redis Secret', () => {
+  it('renders the HPA, PDB, ServiceMonitor, PrometheusRule, NetworkPolicy, dashboard ConfigMap and the Redis Secret', () => {
     assert.deepEqual(objects.map((o) => o.kind).sort(), [
-      'ConfigMap', 'ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'Secret', 'Secret', 'Service', 'Service', 'ServiceMonitor',
+      'ConfigMap', 'ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'NetworkPolicy', 'PodDisruptionBudget', 'PrometheusRule', 'Secret', 'Secret', 'Service', 'Service', 'ServiceMonitor',
     ]);
     const deploy = oneOf(objects, 'Deployment');
     assert.equal(deploy.spec.replicas, undefined, 'the HPA owns the replica count');

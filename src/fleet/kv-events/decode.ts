@@ -24,6 +24,8 @@ export interface KvEventBatch {
   readonly dpRank: number | null;
   /** Events of a kind this gateway does not know (counted, skipped). */
   readonly unknown: number;
+  /** Events of a known kind that would not decode (counted, skipped: the rest of the batch stands). */
+  readonly undecodable: number;
 }
 
 export interface KvFrame {
@@ -126,12 +128,20 @@ export function decodeBatch(payload: Uint8Array): KvEventBatch {
   if (!Array.isArray(events)) throw new KvDecodeError('shape', 'batch has no event list');
   const out: KvEvent[] = [];
   let unknown = 0;
+  let undecodable = 0;
   for (const e of events) {
-    const ev = eventOf(e);
+    let ev: KvEvent | null;
+    try {
+      ev = eventOf(e);
+    } catch (err) {
+      if (!(err instanceof KvDecodeError)) throw err;
+      undecodable++;
+      continue;
+    }
     if (ev === null) unknown++;
     else out.push(ev);
   }
-  return { ts: toNumber(ts) ?? 0, events: out, dpRank: toNumber(dp), unknown };
+  return { ts: toNumber(ts) ?? 0, events: out, dpRank: toNumber(dp), unknown, undecodable };
 }
 
 /** An 8-byte big-endian sequence number (vLLM sends -1 as the end of a replay). */

@@ -1,7 +1,10 @@
 /**
  * One KV event subscriber per replica that publishes (per upstream `kvEvents`, or the top-level
- * `kvEvents.port` convention for dns:// upstreams), kept in step with the registry as replicas
- * come and go. What they read goes to the router; how it goes, to the metrics and (throttled) logs.
+ * `kvEvents.port` convention for dns:// upstreams) and per data-parallel rank of it, kept in step
+ * with the registry as replicas come and go. vLLM binds rank r's publisher and replay sockets at
+ * the configured port + r (its ZmqEventPublisher offsets them so), and each rank is its own
+ * engine with its own cache and sequence. What they read goes to the router; how it goes, to the
+ * metrics and (throttled) logs.
  */
 
 import type { Logger } from 'pino';
@@ -13,9 +16,21 @@ import type { ReplicaState } from '../registry.js';
 import { createKvSubscriber, type KvStreamObserver, type KvSubscriber } from './subscriber.js';
 
 export interface KvEndpoints {
+  /** Rank 0's; rank r's is at the same host, port + r. */
   readonly endpoint: string;
   readonly replayEndpoint: string | null;
   readonly topic: string;
+  /** Data-parallel ranks publishing (vLLM's --data-parallel-size): one stream each. */
+  readonly dataParallelSize: number;
+}
+
+/** Rank r's endpoint: vLLM's convention, the port offset by the rank. Throws past 65535. */
+export function rankEndpoint(endpoint: string, rank: number): string {
+  if (rank === 0) return endpoint;
+  const colon = endpoint.lastIndexOf(':');
+  const port = Number(endpoint.slice(colon + 1)) + rank;
+  if (!(port <= 65535)) throw new Error(`${endpoint} offset by data-parallel rank ${rank} is past port 65535`);
+  return `${endpoint.slice(0, colon)}:${port}`;
 }
 
 export interface KvStreams {
@@ -35,23 +50,23 @@ export function kvEndpointsOf(r: Pick<ReplicaState, 'url' | 'source'>, config: R
   if (r.source.kind === 'static') {
     const u = config.upstreams.find((x) => x.name === r.source.upstream);
     if (u?.kvEvents === undefined) return null;
-    return { endpoint: u.kvEvents.endpoint, replayEndpoint: u.kvEvents.replayEndpoint ?? null, topic: u.kvEvents.topic ?? k.topic };
+    return { endpoint: u.kvEvents.endpoint, replayEndpoint: u.kvEvents.replayEndpoint ?? null, topic: u.kvEvents.topic ?? k.topic, dataParallelSize: u.kvEvents.dataParallelSize ?? k.dataParallelSize };
   }
   if (k.port === null) return null;
   const host = new URL(r.url).hostname; // an IPv6 address keeps its brackets, as zeromq wants
-  return { endpoint: `tcp://${host}:${k.port}`, replayEndpoint: k.replayPort === null ? null : `tcp://${host}:${k.replayPort}`, topic: k.topic };
+  return { endpoint: `tcp://${host}:${k.port}`, replayEndpoint: k.replayPort === null ? null : `tcp://${host}:${k.replayPort}`, topic: k.topic, dataParallelSize: k.dataParallelSize };
 }
 
 export function createKvStreams(deps: { config: ResolvedConfig; replicas: () => readonly ReplicaState[]; router: Router; metrics: Metrics; log: Logger }): KvStreams {
   const { router, metrics: m, log } = deps;
   let config = deps.config;
-  const open = new Map<string, { sub: KvSubscriber; at: KvEndpoints }>();
+  const open = new Map<string, { subs: KvSubscriber[]; at: KvEndpoints }>();
   const errorWarning = throttle(60_000);
   const gapWarning = throttle(60_000);
   let timer: NodeJS.Timeout | null = null;
 
   const observer: KvStreamObserver = {
-    batch(replica, events, lag) {
+    batch(replica, rank, events, lag) {
       m.kvEventLag.observe({ replica }, lag);
       let stored = 0, removed = 0, cleared = 0;
       for (const e of events) {
@@ -62,14 +77,17 @@ export function createKvStreams(deps: { config: ResolvedConfig; replicas: () => 
       if (stored) m.kvEvents.inc({ replica, type: 'stored' }, stored);
       if (removed) m.kvEvents.inc({ replica, type: 'removed' }, removed);
       if (cleared) m.kvEvents.inc({ replica, type: 'cleared' }, cleared);
-      router.kvEvents(replica, events);
+      router.kvEvents(replica, events, rank);
     },
-    state(replica, state, why) {
+    state(replica, rank, state, why) {
       m.kvStreamChanges.inc({ replica, state });
-      m.kvStreamLive.set({ replica }, state === 'lost' ? 0 : 1);
-      router.kvStream(replica, state);
-      if (state === 'live' && why === 'first_batch') log.info({ replica }, 'KV events: stream live, residency on this replica is exact');
-      else log.warn({ replica, state, why }, state === 'lost' ? 'KV events: stream lost (a gap no replay filled); back to the retention estimate until it is in order' : `KV events: stream ${state}`);
+      // 1 while every rank's stream is in sequence (each stream's sequence says; nothing kept here).
+      const s = open.get(replica);
+      m.kvStreamLive.set({ replica }, s !== undefined && s.subs.length === s.at.dataParallelSize && s.subs.every((sub) => sub.state() === 'live') ? 1 : 0);
+      if (state !== 'proving') router.kvStream(replica, state, rank);
+      if (state === 'live' && why === 'first_batch') log.info({ replica, rank }, 'KV events: stream live, the links matched to its engine blocks are exact');
+      else if (state === 'lost') log.warn({ replica, rank, why }, 'KV events: stream lost (a gap no replay filled); its matched links are forgotten, and it is not exact until it has proved itself in order again');
+      else log.warn({ replica, rank, state, why }, `KV events: stream ${state}`);
     },
     gap(replica, missed) {
       m.kvEventGaps.inc({ replica });
@@ -93,23 +111,29 @@ export function createKvStreams(deps: { config: ResolvedConfig; replicas: () => 
       if (at === null) continue;
       seen.add(r.name);
       const had = open.get(r.name);
-      if (had !== undefined && had.at.endpoint === at.endpoint && had.at.replayEndpoint === at.replayEndpoint && had.at.topic === at.topic) continue;
-      had?.sub.close();
+      if (had !== undefined && had.at.endpoint === at.endpoint && had.at.replayEndpoint === at.replayEndpoint && had.at.topic === at.topic && had.at.dataParallelSize === at.dataParallelSize) continue;
+      if (had !== undefined) close(r.name, had);
       const k = config.kvEvents;
-      try {
-        const sub = createKvSubscriber({ replica: r.name, ...at, medium: k.medium, replayTimeoutMs: k.replayTimeoutMs, maxPendingBatches: k.maxPendingBatches, observer });
-        open.set(r.name, { sub, at });
-        m.kvStreamLive.set({ replica: r.name }, 0);
-      } catch (e) {
-        observer.error(r.name, 'socket', e instanceof Error ? e.message : String(e));
+      const entry = { subs: [] as KvSubscriber[], at };
+      open.set(r.name, entry);
+      m.kvStreamLive.set({ replica: r.name }, 0);
+      for (let rank = 0; rank < at.dataParallelSize; rank++) {
+        try {
+          const endpoint = rankEndpoint(at.endpoint, rank);
+          const replayEndpoint = at.replayEndpoint === null ? null : rankEndpoint(at.replayEndpoint, rank);
+          entry.subs.push(createKvSubscriber({ replica: r.name, rank, endpoint, replayEndpoint, topic: at.topic, medium: k.medium, replayTimeoutMs: k.replayTimeoutMs, maxPendingBatches: k.maxPendingBatches, observer }));
+        } catch (e) {
+          observer.error(r.name, 'socket', e instanceof Error ? e.message : String(e));
+        }
       }
     }
-    for (const [name, s] of open) {
-      if (seen.has(name)) continue;
-      s.sub.close();
-      open.delete(name);
-      router.kvStream(name, 'lost');
-    }
+    for (const [name, s] of open) if (!seen.has(name)) close(name, s);
+  }
+
+  function close(name: string, s: { subs: KvSubscriber[]; at: KvEndpoints }): void {
+    for (const sub of s.subs) sub.close();
+    open.delete(name);
+    for (let rank = 0; rank < s.at.dataParallelSize; rank++) router.kvStream(name, 'lost', rank);
   }
 
   return {
@@ -121,7 +145,7 @@ export function createKvStreams(deps: { config: ResolvedConfig; replicas: () => 
     stop() {
       if (timer !== null) clearInterval(timer);
       timer = null;
-      for (const s of open.values()) s.sub.close();
+      for (const s of open.values()) for (const sub of s.subs) sub.close();
       open.clear();
     },
     setConfig(next) {

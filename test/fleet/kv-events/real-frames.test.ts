@@ -50,6 +50,7 @@ test('real vLLM frames: the single-message fixtures decode to their kind', () =>
 test('real vLLM frames: a request is mapped to its engine blocks, and their eviction is seen', () => {
   const lost: string[] = [];
   const res = createKvResidency({ maxBlocks: 1000, hooks: { lost: (_r, links) => void lost.push(...links), cleared: () => undefined } });
+  res.setLive('r0', 0, true);
   res.apply('r0', frames[0].batch.events, 1);
   res.apply('r0', frames[1].batch.events, 2);
   // Chat A: the system prompt and the user message as the gateway's chain (estimated tokens), 2,933 real.
@@ -79,7 +80,7 @@ test('real vLLM replay reply: a subscriber that missed batches gets them from th
   const seen: string[] = [];
   const sub = createKvSubscriber({
     replica: 'r0', endpoint: pub.lastEndpoint as string, replayEndpoint: router.lastEndpoint as string, topic: 'kv@r0', medium: 'GPU', replayTimeoutMs: 2000, maxPendingBatches: 100,
-    observer: { batch: () => void got.push(sub.lastSeq() as bigint), state: (_r, s) => void seen.push(s), gap: () => undefined, replay: (_r, o) => void seen.push(`replay:${o}`), error: (_r, e) => void seen.push(`error:${e}`) },
+    observer: { batch: () => void got.push(sub.lastSeq() as bigint), state: (_r, _k, s) => void seen.push(s), gap: () => undefined, replay: (_r, o) => void seen.push(`replay:${o}`), error: (_r, e) => void seen.push(`error:${e}`) },
   });
   t.after(() => {
     sub.close();

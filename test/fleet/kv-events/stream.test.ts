@@ -11,7 +11,7 @@ import { waitFor } from '../../helpers/wait.js';
 interface Seen {
   events: KvEvent[];
   batches: number;
-  states: [StreamState, string][];
+  states: [StreamState | 'proving', string][];
   gaps: number[];
   replays: string[];
   errors: string[];
@@ -22,11 +22,11 @@ function observe(): { seen: Seen; observer: KvStreamObserver } {
   return {
     seen,
     observer: {
-      batch: (_r, events) => {
+      batch: (_r, _rank, events) => {
         seen.batches++;
         seen.events.push(...events);
       },
-      state: (_r, s, why) => void seen.states.push([s, why]),
+      state: (_r, _rank, s, why) => void seen.states.push([s, why]),
       gap: (_r, n) => void seen.gaps.push(n),
       replay: (_r, o) => void seen.replays.push(o),
       error: (_r, reason) => void seen.errors.push(reason),
@@ -111,7 +111,16 @@ test('a gap with no replay socket loses exactness, then the stream is live again
   r.kvEvents!.dropNext(1);
   await chat(r, words('dropped', 64));
   await chat(r, words('after', 64));
-  await waitFor('lost, then live', () => seen.states.some(([s]) => s === 'lost') && seen.states.at(-1)?.[0] === 'live');
+  await waitFor('lost', () => seen.states.some(([s]) => s === 'lost'));
+  // Not exact again in the same tick: proving itself, live only after PROVE_BATCHES in order.
+  assert.deepEqual(seen.states.slice(-2), [['lost', 'gap_none'], ['proving', 'new_start']]);
+  let i = 0;
+  await waitFor('live again', async () => {
+    if (seen.states.at(-1)?.[0] === 'live') return true;
+    await chat(r, words(`more${i++}-`, 64));
+    return false;
+  }, 10_000);
+  assert.ok(i >= 1, 'not live again without more batches in order');
   assert.deepEqual(seen.replays, ['none']);
   assert.deepEqual(seen.states.at(-1), ['live', 'resynced']);
 });

@@ -1,0 +1,24 @@
+// Preloaded into a profiled gateway (node --import): SIGUSR2 opens a measured window (the event
+// loop delay histogram reset, the time noted), a second SIGUSR2 closes it; the figures are written
+// to WARMROUTE_LOOP_DELAY_FILE at exit. Plain JS: the gateway under test runs from dist/, without tsx.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { writeFileSync } from 'node:fs';
+
+const RESOLUTION_MS = 1;
+const h = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
+const marks = [];
+let figures = null;
+process.on('SIGUSR2', () => {
+  // µs on the monotonic clock the CPU profile's timestamps use.
+  marks.push(Number(process.hrtime.bigint() / 1000n));
+  if (marks.length === 1) { h.reset(); h.enable(); return; }
+  h.disable();
+  // The histogram holds the timer's whole interval: the delay is what exceeds the resolution.
+  const delay = (ns) => Math.max(0, ns / 1e6 - RESOLUTION_MS);
+  figures = { p50Ms: delay(h.percentile(50)), p99Ms: delay(h.percentile(99)), maxMs: delay(h.max), meanMs: delay(h.mean) };
+});
+process.on('exit', () => {
+  if (process.env.WARMROUTE_LOOP_DELAY_FILE) writeFileSync(process.env.WARMROUTE_LOOP_DELAY_FILE, JSON.stringify({ marks, loopDelay: figures }));
+});
+// A process without a SIGTERM handler of its own (the floor) dies on it without its profile: exit instead.
+if (process.env.WARMROUTE_EXIT_ON_TERM === '1') process.once('SIGTERM', () => process.exit(0));

@@ -1,0 +1,153 @@
+/**
+ * tsx bench/overhead/profile.ts — where the gateway's CPU per request goes. The overhead bench's
+ * upstream and body; the gateway from dist/ under `node --cpu-prof`, one process per concurrency;
+ * after a warm-up, a measured window of `--requests` streamed requests (SIGUSR2 marks it, see
+ * loop-delay.mjs, which also measures the event loop's delay in it). The samples in the window
+ * are attributed to the part of the request path they ran in (the innermost frame that names one:
+ * a library, a src/ folder or Node's core), and divided by the requests. Writes
+ * <out>/profile.{json,md} and the .cpuprofile files (open them in Chrome's DevTools).
+ *   tsx bench/overhead/profile.ts [--requests 3000] [--concurrency 1,50] [--out bench/out/profile] [--floor] [-- gateway flags]
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
+import { fmt } from '../lib/percentiles.js';
+import { freePort, startChild } from '../lib/procs.js';
+import { benchBody, closedLoop } from './load.js';
+import { startUpstream, waitForPort } from './targets.js';
+
+const { values: args, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    requests: { type: 'string', default: '3000' },
+    concurrency: { type: 'string', default: '1,50' },
+    out: { type: 'string', default: 'bench/out/profile' },
+    // The node:http + undici floor (raw-proxy.ts) under the same profiler, to compare part by part.
+    floor: { type: 'boolean', default: false },
+  },
+});
+const N = Number(args.requests);
+const out = resolve(args.out);
+const body = benchBody(8);
+if (!existsSync('dist/cli.js')) throw new Error('dist/cli.js is missing: npm run build first');
+
+interface Frame { functionName: string; url: string }
+interface ProfileNode { id: number; callFrame: Frame; children?: number[] }
+interface CpuProfile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
+
+/** The part of the request path a frame belongs to; null: look further out (a builtin, an anonymous frame). */
+function partOf(f: Frame): string | null {
+  if (f.functionName === '(garbage collector)') return 'GC';
+  if (f.functionName === '(program)') return 'V8 / native (unattributed)';
+  const u = f.url;
+  if (u === '') return null;
+  const lib = /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(u)?.[1];
+  if (lib !== undefined) {
+    if (lib === 'pino' || lib === 'sonic-boom' || lib === 'fast-redact' || lib === 'quick-format-unescaped') return 'access line (pino)';
+    if (lib === 'prom-client' || lib === 'bintrees' || lib === 'tdigest') return 'metrics (prom-client)';
+    if (lib === 'undici') return 'undici (upstream client)';
+    if (lib === 'xxhash-wasm') return 'identify';
+    return `lib ${lib}`;
+  }
+  if (u.startsWith('node:')) return 'node core (http, net, streams)';
+  const src = /\/dist\/(.+)\.js$/.exec(u)?.[1];
+  if (src === undefined) return null;
+  if (src === 'record/record') return 'record';
+  if (src === 'record/turns') return 'record: turns';
+  if (src === 'telemetry/hop-clock') return 'record';
+  const folder = src.split('/')[0];
+  const byFolder: Record<string, string> = {
+    edge: 'parse (edge)', identify: 'identify', routing: 'route', queue: 'admission', upstream: 'dispatch (upstream)',
+    stream: 'tap / stream', fleet: 'fleet', store: 'store', telemetry: 'telemetry', config: 'config',
+  };
+  return byFolder[folder] ?? `src ${src}`;
+}
+
+function attribute(p: CpuProfile, from: number, to: number): { parts: Map<string, number>; busyUs: number; idleUs: number } {
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const partByNode = new Map<number, string>();
+  const resolvePart = (id: number): string => {
+    const known = partByNode.get(id);
+    if (known !== undefined) return known;
+    let at: number | undefined = id;
+    let part: string | null = null;
+    while (at !== undefined && part === null) {
+      part = partOf(byId.get(at)!.callFrame);
+      at = parent.get(at);
+    }
+    const r = part ?? 'V8 / native (unattributed)';
+    partByNode.set(id, r);
+    return r;
+  };
+  const parts = new Map<string, number>();
+  let t = p.startTime;
+  let busyUs = 0;
+  let idleUs = 0;
+  for (let i = 0; i < p.samples.length; i++) {
+    t += p.timeDeltas[i];
+    // A sample's time is the gap to the next one.
+    const dt = i + 1 < p.timeDeltas.length ? p.timeDeltas[i + 1] : 0;
+    if (t < from || t > to) continue;
+    const node = byId.get(p.samples[i])!;
+    if (node.callFrame.functionName === '(idle)') { idleUs += dt; continue; }
+    busyUs += dt;
+    const part = resolvePart(node.id);
+    parts.set(part, (parts.get(part) ?? 0) + dt);
+  }
+  return { parts, busyUs, idleUs };
+}
+
+const upstream = await startUpstream();
+const results: { concurrency: number; requests: number; busyUsPerReq: number; parts: Record<string, number>; loopDelay: unknown; wallS: number }[] = [];
+try {
+  for (const c of args.concurrency.split(',').map(Number)) {
+    const dir = join(out, `c${c}`);
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    const delayFile = join(dir, 'loop-delay.json');
+    const [port, admin] = [await freePort(), await freePort()];
+    const profiled = ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--import', resolve('bench/overhead/loop-delay.mjs')];
+    const gw = await startChild(process.execPath, args.floor
+      ? [...profiled, '--import', 'tsx', 'bench/overhead/raw-proxy.ts', '--port', String(port), '--upstream', upstream.url]
+      : [...profiled, 'dist/cli.js', 'serve', '--upstream', upstream.url, '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), '--log-level', 'info', ...positionals],
+    null, { group: true, env: { WARMROUTE_LOOP_DELAY_FILE: delayFile, WARMROUTE_EXIT_ON_TERM: args.floor ? "1" : "0" } });
+    await waitForPort(args.floor ? port : admin, 20_000);
+    const pool = new Pool(`http://127.0.0.1:${port}`, { connections: c });
+    await closedLoop(pool, body, c, Math.max(500, c * 20), 'warm');
+    gw.proc.kill('SIGUSR2');
+    const t0 = Date.now();
+    await closedLoop(pool, body, c, N, `p${c}`);
+    const wallS = (Date.now() - t0) / 1000;
+    gw.proc.kill('SIGUSR2');
+    await pool.close();
+    await gw.stop();
+    const { marks, loopDelay } = JSON.parse(readFileSync(delayFile, 'utf8')) as { marks: number[]; loopDelay: unknown };
+    const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))!;
+    const prof = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
+    const { parts, busyUs } = attribute(prof, marks[0], marks[1]);
+    results.push({ concurrency: c, requests: N, busyUsPerReq: busyUs / N, parts: Object.fromEntries([...parts].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, v / N])), loopDelay, wallS });
+  }
+} finally {
+  await upstream.child?.stop();
+}
+
+const names = [...new Set(results.flatMap((r) => Object.keys(r.parts)))];
+const lines = [
+  `# Where the gateway's CPU per request goes (${new Date().toISOString()})`,
+  '',
+  `Main-thread CPU profile (node --cpu-prof) of ${args.floor ? "the node:http + undici floor (raw-proxy.ts)" : "dist/cli.js"}, ${N} streamed requests per concurrency after a warm-up, the overhead bench's upstream and 8 KiB body, --log-level info. µs per request by the innermost frame that names a part.`,
+  '',
+  `| part | ${results.map((r) => `c=${r.concurrency} µs/req`).join(' | ')} |`,
+  `|---|${results.map(() => '---:').join('|')}|`,
+  ...names.map((n) => `| ${n} | ${results.map((r) => fmt(r.parts[n] ?? 0, 1)).join(' | ')} |`),
+  `| **total (main thread busy)** | ${results.map((r) => `**${fmt(r.busyUsPerReq, 1)}**`).join(' | ')} |`,
+  '',
+  ...results.map((r) => `c=${r.concurrency}: event loop delay in the window ${JSON.stringify(r.loopDelay)}; ${fmt(r.requests / r.wallS, 0)} requests/s.`),
+];
+mkdirSync(out, { recursive: true });
+writeFileSync(join(out, 'profile.json'), JSON.stringify(results, null, 1));
+writeFileSync(join(out, 'profile.md'), `${lines.join('\n')}\n`);
+process.stdout.write(`${lines.join('\n')}\n`);

@@ -1,0 +1,83 @@
+import type { IncomingMessage } from 'node:http';
+import type { Dispatcher } from 'undici';
+import type { ResolvedConfig } from '../config/schema.js';
+import type { WarmrouteError } from '../errors.js';
+import type { Health } from '../fleet/health.js';
+import type { ReplicaState } from '../fleet/registry.js';
+import type { RequestIdentity } from '../identify/identity.js';
+import type { Admission } from '../queue/admission.js';
+import type { Decision, RouteReason } from '../routing/types.js';
+import type { FirstToken, Usage } from '../stream/tap.js';
+import type { HopClock } from '../telemetry/hop-clock.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import type { ExchangeOwner } from './exchange.js';
+
+/** What forwarding needs of the gateway, what one request brings to it, and how it ends. */
+
+export interface ForwardDeps {
+  readonly agent: Dispatcher;
+  readonly admission: Admission;
+  readonly health: Health;
+  readonly metrics: Metrics;
+  readonly config: ResolvedConfig;
+  byName(name: string): ReplicaState | undefined;
+}
+
+/** One client request on its way through the gateway. */
+export interface ForwardRequest {
+  readonly req: IncomingMessage;
+  /** Holds every slot the exchange takes and ends it (upstream/exchange.ts). */
+  readonly owner: ExchangeOwner<Outcome>;
+  readonly method: string;
+  /** Origin-form target as checked by the edge (normalised path and the query). */
+  readonly target: string;
+  readonly body: Buffer | null;
+  readonly identity: RequestIdentity;
+  readonly decision: Decision;
+  readonly clock: HopClock;
+  readonly draining: () => boolean;
+  /** The client's Authorization is the gateway's own API key: it is not passed on. */
+  readonly stripAuthorization: boolean;
+  /** The parsed chat body, when resume.enabled and the request can be resumed mid-stream. */
+  readonly resumable?: Record<string, unknown>;
+  /**
+   * The replica answers as it generates (`stream: true`, or no generation at all). A non-streamed
+   * generation's headers come only when it is done: timeouts.unstreamedHeadersMs bounds them, and
+   * running past it says nothing of the replica's health.
+   */
+  readonly streamed: boolean;
+}
+
+/** How an exchange ended, for the access line, the metrics and the router. */
+export type Ending =
+  /** The replica's response reached the client whole (whatever its status). */
+  | 'complete'
+  /** No replica answered: the client got the gateway's own error. */
+  | 'failed'
+  /** The replica failed after its first byte: the client got an error event or a cut-off body. */
+  | 'interrupted'
+  /** The client went away first. */
+  | 'aborted'
+  /** The client stopped reading for timeouts.clientStallMs: it was disconnected and the upstream request aborted. */
+  | 'stalled';
+
+export interface Outcome {
+  ending: Ending;
+  /** Status sent to the client (0 when it went away before any). */
+  status: number;
+  replica: string | null;
+  reason: RouteReason;
+  attempts: number;
+  usage: Usage | null;
+  sse: boolean;
+  done: boolean;
+  error: WarmrouteError | null;
+  /** What the last failed attempt's error said (undici's message): for the log, never the client. */
+  upstreamError: string | null;
+  /** The stream broke off and was continued on another replica (resume.enabled). */
+  resumed: boolean;
+  /** Responses API: the id of the response relayed, as the tap read it. */
+  responseId: string | null;
+  /** What the first token of a stream was (content, reasoning, a tool call); null when none or not streamed. */
+  firstToken: FirstToken | null;
+}
