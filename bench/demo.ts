@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { buildHtml } from './report/html.js';
 import { runBench, type BenchOptions, type BenchResult } from './voice/bench.js';
 import { checkReferences, goalLine, referenceLine } from './voice/goals.js';
-import { shortTable } from './voice/markdown.js';
+import { cutLine, demoTable, sameTurnsLine } from './report/demo-text.js';
 import { createProgress } from './voice/progress.js';
 
 const OUT = 'bench/out';
@@ -61,7 +61,9 @@ async function main(): Promise<void> {
     `warmroute demo: ${w.sessions} voice sessions × ${w.turns} turns on ${DEMO.replicas} simulated vLLM replicas (H100-calibrated), ${Math.round(w.keylessShare * 100)}% of them without a session key`,
     `${w.groups} voice agents with ${w.systemTokens[0]}-${w.systemTokens[1]}-token prompts; each replica's KV cache holds ${((DEMO.kvBlocks ?? 0) * 16).toLocaleString('en-US')} tokens, not every agent's prompt at once`,
     '',
-    shortTable(result.summaries),
+    demoTable(result.summaries, result.params.plannedRequests, DEMO.maxDurationS),
+    cutLine(result.summaries, DEMO.maxDurationS),
+    sameTurnsLine(result),
     '',
     storyLine(result.summaries),
     '',

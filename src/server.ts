@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Agent } from 'undici';
 import { buildAdmin, isLoopbackHost } from './admin/routes.js';
+import { createSessionLookup } from './admin/session-lookup.js';
 import { performanceWarnings } from './config/load.js';
 import type { ResolvedConfig } from './config/schema.js';
 import { createDataPlaneServer } from './edge/listener.js';
@@ -82,12 +83,15 @@ const globalLimitOf = (c: ResolvedConfig) => ({ max: c.limits.maxConcurrent, max
 
 /** The composition root: every part of the gateway built once, from the configuration. */
 export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Gateway {
-  const log = deps.log ?? createLogger(config.logging.level);
+  const log = deps.log ?? createLogger(config.logging.level, undefined, config.logging.format);
   const metrics = createMetrics({ defaultMetrics: deps.defaultMetrics });
   for (const reason of ROUTE_REASONS) metrics.decisions.inc({ reason }, 0);
   for (const result of ['applied', 'rejected']) metrics.configReloads.inc({ result }, 0);
-  const known = zeroKnownSeries(metrics);
+  // A replica's retention starts as the prefix TTL routing assumes (pipeline.config: the running one).
+  const known = zeroKnownSeries(metrics, () => pipeline.config.routing.options.prefixTtlMs / 1000);
   const registry = createRegistry(config.upstreams);
+  // One tagger: the access line's tags and the admin API's lookup by tag must agree.
+  const sessionTag = createSessionTagger(config.logging.sessionTagSecret);
   const store = deps.store ?? (config.redis.url
     ? createRedisSessionStore({ url: config.redis.url, keyPrefix: config.redis.keyPrefix, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
     : createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs }));
@@ -125,7 +129,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     agent, admission, health, metrics, config, registry, router, log,
     byName: registry.byName,
     tracing,
-    recorder: createRecorder({ metrics, log, router, sessionTag: createSessionTagger(config.logging.sessionTagSecret), turns }),
+    recorder: createRecorder({ metrics, log, router, sessionTag, turns }),
     identity: identityOptionsOf(config),
     draining: isDraining,
     track(p: Promise<unknown>) {
@@ -164,11 +168,13 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       },
     ],
   });
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, loopbackListener: isLoopbackHost(config.admin.host), drains, turns });
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, loopbackListener: isLoopbackHost(config.admin.host), drains, turns, sessionByTag: createSessionLookup({ store, tag: sessionTag }) });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
-  if (config.logging.sessionTagSecret === null) {
-    log.warn({ setting: 'logging.sessionTagSecret' }, 'no session tag secret configured (WARMROUTE_SESSION_TAG_SECRET): one was drawn at start, so session tags in logs correlate within this process only; give every gateway the same secret');
+  // A secret drawn at start only breaks something where gateways share sessions (Redis): there the
+  // same session gets a different tag on each pod. A single gateway's tags correlate as they are.
+  if (config.logging.sessionTagSecret === null && config.redis.url !== null) {
+    log.warn({ setting: 'logging.sessionTagSecret' }, 'gateways share sessions through Redis but no session tag secret is configured (WARMROUTE_SESSION_TAG_SECRET): each gateway drew its own, so one session shows a different tag on each; give every gateway the same secret');
   }
 
   const urlOf = (a: AddressInfo) => {

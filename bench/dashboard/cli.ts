@@ -30,6 +30,7 @@ const SCRAPE_EVERY_S = 2;
 // Grafana's $__rate_interval with a 2 s scrape interval: four scrapes.
 const RATE_INTERVAL_S = 4 * SCRAPE_EVERY_S;
 const REPLICAS = 4;
+const REPLICA_NAMES = Array.from({ length: REPLICAS }, (_, i) => `vllm-${i}`);
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
 interface Recorded {
@@ -50,15 +51,16 @@ async function record(): Promise<Recorded> {
   const fleet = await startSimFleet(REPLICAS, [30, 90]);
   let gateway: Awaited<ReturnType<typeof startGateway>> | null = null;
   try {
-    gateway = await startGateway(fleet.urls, 'affinity');
-    const scraper = startScraper([target('warmroute', `${gateway.adminUrl}/metrics`), ...fleet.urls.map((u) => target('vllm', `${u}/metrics`))], SCRAPE_EVERY_S * 1000);
+    // Replicas named as a deployment names them, so legends read vllm-1, not a cut-off 127.0.0.1:3…
+    gateway = await startGateway(fleet.urls, 'affinity', [], null, { upstreams: REPLICA_NAMES.map((name) => ({ name })) });
+    const scraper = startScraper([target('warmroute', `${gateway.adminUrl}/metrics`), ...fleet.urls.map((u, i) => target('vllm', `${u}/metrics`, REPLICA_NAMES[i]))], SCRAPE_EVERY_S * 1000);
     let load: Awaited<ReturnType<typeof driveLoad>>;
     try {
       // A few idle scrapes first, so every counter has a value before the traffic moves it.
       await new Promise((r) => setTimeout(r, 2 * SCRAPE_EVERY_S * 1000));
       log(`load: ${WORKLOAD.sessions} voice sessions and 2 drifting ones for ${LOAD_S} s, with faults`);
       let lastLog = 0;
-      load = await driveLoad(gateway.url, fleet.urls, (line) => {
+      load = await driveLoad(gateway.url, fleet.urls, REPLICA_NAMES, (line) => {
         if (Date.now() - lastLog > 10_000) { lastLog = Date.now(); log(`  ${line}`); }
       });
       // And a few after, so the last windows hold the end of the traffic.

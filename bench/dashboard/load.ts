@@ -22,7 +22,7 @@ export const TROUBLE = { cutAfterChunks: 3, crashForS: 10, clockDriftS: [20, 50]
 export interface LoadEvent {
   atS: number;
   label: string;
-  /** The replica it happened to (host:port, as the gateway names it). */
+  /** The replica it happened to, by the name the gateway has for it. */
   replica: string;
   detail: string;
 }
@@ -39,8 +39,8 @@ async function fault(url: string, method: 'POST' | 'DELETE', body?: object, quer
  * Prometheus with its first increments already counted, so rate() may show only the second bout
  * (as it would on a real dashboard).
  */
-function schedule(replicas: readonly string[], events: LoadEvent[], t0: number): Promise<void>[] {
-  const name = (i: number) => new URL(replicas[i]).host;
+function schedule(replicas: readonly string[], names: readonly string[], events: LoadEvent[], t0: number): Promise<void>[] {
+  const name = (i: number) => names[i];
   const at = async (s: number, label: string, i: number, what: string, act: () => Promise<void>) => {
     await sleep(Math.max(0, t0 + s * 1000 - performance.now()));
     await act();
@@ -101,11 +101,11 @@ export interface LoadResult {
   startedAt: number;
 }
 
-export async function driveLoad(gateway: string, replicas: readonly string[], onProgress: (line: string) => void): Promise<LoadResult> {
+export async function driveLoad(gateway: string, replicas: readonly string[], names: readonly string[], onProgress: (line: string) => void): Promise<LoadResult> {
   const events: LoadEvent[] = [];
   const startedAt = Date.now();
   const t0 = performance.now();
-  const trouble = schedule(replicas, events, t0);
+  const trouble = schedule(replicas, names, events, t0);
   const drift = driftingSessions(gateway, t0, t0 + LOAD_S * 1000);
   const run = await runStrategy({
     url: gateway, strategy: 'affinity', workload: buildWorkload(WORKLOAD),

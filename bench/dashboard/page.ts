@@ -125,7 +125,8 @@ function panelHtml(d: PanelData, w: number, h: number, times: number[], xMax: nu
     y: { min: 0, max: ticks[ticks.length - 1], label: '', ticks, format: unit.tick },
     series, marks: marks.map((m) => ({ x: m.atS, label: m.label })),
   });
-  const empty = d.lines.length === 0 ? `<div class="nodata">No data</div>` : '';
+  // Grafana's own: the panel's noValue text where its queries return nothing, else "No data".
+  const empty = d.lines.length === 0 ? `<div class="nodata">${esc(panel.fieldConfig?.defaults?.noValue ?? 'No data')}</div>` : '';
   return `<div class="ptitle">${esc(panel.title)}</div><div class="pbody${right ? '' : ' bottom'}"><div class="chart" style="width:${chartW}px">${chart}${empty}</div>${legendHtml(d.lines, scaled, colors, legend.calcs ?? [], unit, right ? legendW : w - 12)}</div>`;
 }
 

@@ -17,7 +17,7 @@ export interface Panel {
   gridPos: GridPos;
   panels?: Panel[];
   targets?: Target[];
-  fieldConfig?: { defaults?: { unit?: string; min?: number; max?: number; custom?: { stacking?: { mode?: string }; fillOpacity?: number; lineWidth?: number } } };
+  fieldConfig?: { defaults?: { unit?: string; min?: number; max?: number; noValue?: string; custom?: { stacking?: { mode?: string }; fillOpacity?: number; lineWidth?: number } } };
   options?: { legend?: { displayMode?: string; placement?: string; calcs?: string[] } };
 }
 

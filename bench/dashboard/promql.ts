@@ -2,7 +2,7 @@
 // held in memory, with no Prometheus. Anything outside this subset throws, naming the expression,
 // so a later dashboard change cannot silently draw an empty panel.
 //
-//   expr     := term ('/' term)*
+//   expr     := term ('/' term)* ['>' NUMBER]                '>' filters: samples above the number stay
 //   term     := histogram_quantile(NUMBER, sum by (le, ...) (rate(X_bucket{...}[d])))
 //             | scalar(expr)
 //             | (sum|min|max) [by (label, ...)] (expr)
@@ -46,7 +46,8 @@ export type Node =
   | { kind: 'agg'; op: 'sum' | 'min' | 'max'; by: string[] | null; arg: Node }
   | { kind: 'quantile'; q: number; arg: Node }
   | { kind: 'scalar'; arg: Node }
-  | { kind: 'div'; lhs: Node; rhs: Node };
+  | { kind: 'div'; lhs: Node; rhs: Node }
+  | { kind: 'above'; arg: Node; min: number };
 
 type Value = { type: 'vector'; samples: Sample[] } | { type: 'scalar'; value: number };
 
@@ -80,7 +81,7 @@ function tokenize(src: string, fail: (m: string) => never): Token[] {
       i = j + 1;
       continue;
     }
-    const op = /^(!=|=~|!~|[(){},=/])/.exec(rest);
+    const op = /^(!=|=~|!~|[(){},=/>])/.exec(rest);
     if (op) { out.push({ t: 'punct', v: op[0] }); i += op[0].length; continue; }
     const m = /^\d+(\.\d+)?/.exec(rest) ?? /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(rest);
     if (m) { out.push({ t: /^\d/.test(m[0]) ? 'number' : 'ident', v: m[0] }); i += m[0].length; continue; }
@@ -187,8 +188,14 @@ export function parse(expr: string, o: EvalOptions): Node {
       next();
       lhs = { kind: 'div', lhs, rhs: term() };
     }
+    if (peek() === '>') {
+      next();
+      const n = next();
+      if (n.t !== 'number') fail(`> ${n.v} (only > NUMBER)`);
+      lhs = { kind: 'above', arg: lhs, min: Number(n.v) };
+    }
     const t = peek();
-    if (t !== undefined && t !== ')' && t !== ',') fail(`${t} after a term (only / may follow one)`);
+    if (t !== undefined && t !== ')' && t !== ',') fail(`${t} after a term (only / or > NUMBER may follow one)`);
     return lhs;
   };
 
@@ -397,6 +404,9 @@ export class Query {
         const v = this.vector(n.arg, db, t);
         return { type: 'scalar', value: v.length === 1 ? v[0].value : NaN };
       }
+      case 'above':
+        // A comparison without `bool` filters (NaN is never above anything), labels kept.
+        return { type: 'vector', samples: this.vector(n.arg, db, t).filter((s) => s.value > n.min) };
       case 'div': {
         const lhs = this.eval(n.lhs, db, t);
         const rhs = this.eval(n.rhs, db, t);

@@ -44,7 +44,8 @@ export interface Target {
 }
 
 /** A target as Prometheus names it: job as configured, instance = host:port of its /metrics. */
-export const target = (job: string, metricsUrl: string): Target => ({ url: metricsUrl, labels: { job, instance: new URL(metricsUrl).host } });
+/** `instance`: the target's name, as a relabelling would set it (default host:port, as Prometheus does). */
+export const target = (job: string, metricsUrl: string, instance = new URL(metricsUrl).host): Target => ({ url: metricsUrl, labels: { job, instance } });
 
 export interface Scraper {
   readonly scrapes: Scrape[];

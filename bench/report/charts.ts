@@ -45,15 +45,32 @@ export function ttftCdf(r: BenchResult): string {
   return chart + legend(by.map((b) => ({ name: nameOf(b.s), color: colorOf(b.s), dash: !viaGateway(b.s) })));
 }
 
+/** Log ticks 1-2-5 from the decade at or below lo to the one at or above hi. */
+function logTicks(lo: number, hi: number): { min: number; max: number; ticks: number[] } {
+  const min = 10 ** Math.floor(Math.log10(Math.max(1, lo)));
+  const max = 10 ** Math.ceil(Math.log10(Math.max(hi, 10)));
+  const ticks: number[] = [];
+  for (let d = min; d <= max; d *= 10) for (const m of [1, 2, 5]) if (d * m <= max) ticks.push(d * m);
+  return { min, max, ticks };
+}
+
+/** Where one strategy's figures are this many times another's, a linear axis flattens the rest: log. */
+export const LOG_AXIS_RATIO = 10;
+
 export function perTurn(r: BenchResult): string {
   const turns = r.params.workload.turns;
-  const max = Math.max(...r.summaries.flatMap((s) => s.perTurn.map((t) => t.p90)).filter(Number.isFinite), 10);
+  const values = r.summaries.flatMap((s) => s.perTurn.flatMap((t) => [t.p50, t.p90])).filter((v) => Number.isFinite(v) && v > 0);
+  const max = Math.max(...values, 10);
+  const log = values.length > 0 && max / Math.min(...values) >= LOG_AXIS_RATIO;
   const ticks = niceTicks(max, 6);
+  const y = log
+    ? { ...logTicks(Math.min(...values), max), log: true, label: 'client TTFT, ms (log scale)', format: (v: number) => (v >= 1000 ? `${v / 1000}s` : `${v}`) }
+    : { min: 0, max: ticks[ticks.length - 1], label: 'client TTFT, ms', ticks };
   const chart = lineChart({
     title: 'TTFT by turn: p50 (solid) and p90 (dashed) per strategy',
     width: W, height: 360,
     x: { min: 1, max: Math.max(2, turns), label: 'turn of the session', ticks: Array.from({ length: turns }, (_, i) => i + 1) },
-    y: { min: 0, max: ticks[ticks.length - 1], label: 'client TTFT, ms', ticks },
+    y,
     series: r.summaries.flatMap((s) => [
       { name: `${nameOf(s.strategy)} p50`, color: colorOf(s.strategy), points: s.perTurn.map((t) => ({ x: t.turn + 1, y: t.p50 })), width: s.strategy === 'affinity' ? 3 : 2 },
       { name: `${nameOf(s.strategy)} p90`, color: colorOf(s.strategy), points: s.perTurn.map((t) => ({ x: t.turn + 1, y: t.p90 })), dash: true, width: 1.5 },

@@ -6,6 +6,7 @@ import { MULTI_GATEWAY_NOTE, NO_GATEWAY, ORACLE_NOTE, paramsLine } from '../voic
 import { gatewaysOf, viaGateway } from '../voice/oracle.js';
 import type { StrategySummary } from '../voice/summary.js';
 import { COLORS, gatewayHops, hopBreakdown, NAMES, perTurn, ttftCdf } from './charts.js';
+import { sameTurns } from './same-turns.js';
 import { esc } from './svg.js';
 import { turnWaitChart } from './turn-chart.js';
 
@@ -44,9 +45,22 @@ function table(ss: readonly StrategySummary[], head: string[], cells: (s: Strate
   return `<table${cls ? ` class="${cls}"` : ''}><thead><tr>${['strategy', ...head].map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
-function summaryTables(ss: readonly StrategySummary[]): string {
-  const main = table(ss, ['TTFT p50 ms', 'p90', 'p99', `turns > ${ss[0]?.budgetMs ?? 300} ms`, 'hit rate (vLLM)', 'ideal', 'of ideal', 'max/avg load', 'gateway overhead p50 / p99 ms', 'errors'], (s) => [
-    f(s.ttft.p50), f(s.ttft.p90), f(s.ttft.p99), `${s.overBudget} / ${s.ttft.n}`, pct(s.hitRate), pct(s.idealHitRate),
+/**
+ * Requests served of those planned, and why not all: a strategy cut by the duration cap served
+ * fewer, and its percentiles are over what it served (its later, longer turns are missing).
+ */
+export function servedCell(s: StrategySummary, planned: number, capS: number | undefined): string {
+  return `${s.requests} / ${planned}${s.truncated ? ` (cut at ${capS ?? '?'} s)` : ''}`;
+}
+
+/** Over-budget turns as a share of the requests served, with the counts: 88% (95 of 108). */
+export function overBudgetCell(s: StrategySummary): string {
+  return s.ttft.n ? `${((s.overBudget / s.ttft.n) * 100).toFixed(0)}% (${s.overBudget} of ${s.ttft.n})` : '–';
+}
+
+function summaryTables(ss: readonly StrategySummary[], planned: number, capS: number | undefined): string {
+  const main = table(ss, ['served / planned', 'TTFT p50 ms', 'p90', 'p99', `turns > ${ss[0]?.budgetMs ?? 300} ms`, 'hit rate (vLLM)', 'ideal', 'of ideal', 'max/avg load', 'gateway overhead p50 / p99 ms', 'errors'], (s) => [
+    servedCell(s, planned, capS), f(s.ttft.p50), f(s.ttft.p90), f(s.ttft.p99), overBudgetCell(s), pct(s.hitRate), pct(s.idealHitRate),
     s.hitRate !== null && s.idealHitRate ? pct(s.hitRate / s.idealHitRate) : '–', f(s.load.maxOverAvg, 2),
     viaGateway(s.strategy) ? `${f(s.overhead.p50Ms, 3)} / ${f(s.overhead.p99Ms, 3)}` : NO_GATEWAY, String(s.errors),
   ]);
@@ -76,6 +90,14 @@ function turnsTable(ss: readonly StrategySummary[]): string {
       ...(g ? [f(g.gatewayP50, 1), f(g.clientP50, 1), f(g.medianAbsDiffMs, 2), `${g.callsAgree} / ${g.matched}`] : [NO_GATEWAY, NO_GATEWAY, NO_GATEWAY, NO_GATEWAY])];
   });
   return `${dist}<div style="height:10px"></div>${shape}`;
+}
+
+/** Where a run was cut: why, and the strategies on the requests every one of them served. */
+function sameTurnsHtml(r: BenchResult): string {
+  const same = sameTurns(r.records, r.summaries.map((s) => s.strategy));
+  const rows = same.byStrategy.map((b) => `<tr><td>${esc(NAMES[b.strategy] ?? b.strategy)}</td><td>${f(b.p50)}</td><td>${f(b.p90)}</td><td>${f(b.p99)}</td></tr>`);
+  return `<p class="note"><b>Not every strategy served every planned request:</b> a run stops starting turns at its ${r.params.maxDurationS} s cap, so a strategy whose turns queue serves fewer, and its percentiles above leave out its later (longer-history) turns. On the same ${same.common} requests, those every strategy served:</p>
+<table><thead><tr><th>strategy</th><th>TTFT p50 ms</th><th>p90</th><th>p99</th></tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
 function goalsList(goals: readonly Goal[], refs: readonly Reference[]): string {
@@ -111,13 +133,14 @@ export function buildHtml(r: BenchResult, title = 'warmroute — voice sessions 
 <h1>${esc(title)}</h1>
 <p class="sub">${esc(paramsLine(r))}</p>
 <h2>Summary</h2>
-${summaryTables(r.summaries)}
+${summaryTables(r.summaries, r.params.plannedRequests, r.params.maxDurationS)}
+${r.summaries.some((s) => s.truncated) ? sameTurnsHtml(r) : ''}
 <p class="note">TTFT: request sent → first content chunk at the client, streaming, every request. Hit rate: Σ vllm:prefix_cache_hits_total / Σ vllm:prefix_cache_queries_total over the replicas during the strategy's run.
 Ideal: every session on a replica of its own with unbounded KV, its agent's system prompt warm once any earlier request computed it — the run's exact token streams replayed through a model of the simulator's prefix cache.
 Load: requests served by the busiest replica over the fleet average. Gateway overhead: warmroute's own <code>warmroute_gateway_overhead_seconds</code> histogram.${r.summaries.some((s) => !viaGateway(s.strategy)) ? `\n${esc(ORACLE_NOTE)}` : ''}${r.summaries.some((s) => gatewaysOf(s.strategy) > 1) ? `\n${esc(MULTI_GATEWAY_NOTE)}` : ''}</p>
 <h2>Goals</h2>
 ${goalsList(r.goals, checkReferences(r.summaries))}
-${r.turns?.length ? `<h2 id="turns">Per turn, not just per request</h2>
+${r.turns?.some((t) => t.calls > 1) ? `<h2 id="turns">Per turn, not just per request</h2>
 <p class="note">A caller's turn is every LLM call that follows one utterance (an orchestrated agent's classification and extraction calls, a tool loop, the answer); its wait runs from the turn's first request to the first content of its last call. Canned turns call no model. The gateway counts the same turns itself (<code>warmroute_turn_calls</code>, <code>warmroute_turn_wait_seconds</code>, the admin session view).</p>
 ${turnsTable(r.summaries)}
 <div class="chart">${turnWaitChart(r)}</div>` : ''}

@@ -81,7 +81,9 @@ export async function startGateway(urls: string[], strategy: string, more: strin
     t = await startWarmroute(urls[0], [...urls.slice(1).flatMap((u) => ['--upstream', u]), '--strategy', strategy, '--log-level', 'warn', ...more]);
   } else {
     const file = join(tmpdir(), `warmroute-bench-${process.pid}-${Date.now()}.json`);
-    const upstreams = urls.map((url, i) => (kvEvents === null ? { url } : { url, kvEvents: kvEvents[i] }));
+    // `config.upstreams[i]` adds settings (a name) to the i-th url's entry.
+    const named = (config?.upstreams as Record<string, unknown>[] | undefined) ?? [];
+    const upstreams = urls.map((url, i) => ({ ...named[i], url, ...(kvEvents === null ? {} : { kvEvents: kvEvents[i] }) }));
     writeFileSync(file, JSON.stringify({ ...config, upstreams }));
     t = await startWarmroute('', ['--config', file, '--strategy', strategy, '--log-level', 'warn', ...more]);
   }

@@ -1,10 +1,11 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { errorBody, errors, type WarmrouteError } from '../errors.js';
-import type { Registry, ReplicaState } from '../fleet/registry.js';
+import type { DrainProgress, Registry, ReplicaState } from '../fleet/registry.js';
 import type { Turns } from '../record/turns.js';
 import type { Router } from '../routing/types.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import { looksLikeTag, type SessionLookup } from './session-lookup.js';
 
 export interface AdminDeps {
   readonly registry: Registry;
@@ -27,7 +28,12 @@ export interface AdminDeps {
     drain(name: string): boolean;
     undrain(name: string): boolean;
   };
+  /** The session whose key tags to what a log line shows (`session`, or a keyless `conversation`). */
+  readonly sessionByTag?: SessionLookup;
 }
+
+/** Each route's line in the index (GET / and GET /admin), declared where the route is. */
+interface RouteDoc { readonly summary: string }
 
 const OPEN_PATHS = new Set(['/metrics', '/healthz', '/readyz']);
 
@@ -59,6 +65,9 @@ function bearerMatches(header: string | undefined, want: Buffer): boolean {
 }
 
 const iso = (ms: number | null) => (ms === null || ms === 0 ? null : new Date(ms).toISOString());
+
+/** A drain's progress with its times in ISO 8601, like every time the admin API answers. */
+const drainView = (d: DrainProgress | null) => (d === null ? null : { ...d, startedAt: iso(d.startedAt), finishedAt: iso(d.finishedAt) });
 
 function stateOf(r: ReplicaState, now: number): string {
   if (r.draining) return 'draining';
@@ -99,18 +108,41 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
     void sendError(reply, errors.adminTokenRequired([], null, undefined, ['www-authenticate', 'Bearer']));
   });
 
-  app.get('/metrics', async (_req, reply) => {
+  // The index lists what the routes below declare, so it cannot leave one out or list a dead one.
+  const index: { method: string; path: string; summary: string }[] = [];
+  app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat().filter((m) => m !== 'HEAD');
+    if (methods.length === 0) return;
+    const summary = (route.config as Partial<RouteDoc> | undefined)?.summary;
+    if (summary === undefined) throw new Error(`admin route ${route.url} has no summary for the index (doc())`);
+    for (const method of methods) index.push({ method, path: route.url, summary });
+  });
+  // Every error is JSON in OpenAI's shape (errors.ts), unknown paths and fastify's own included.
+  app.setNotFoundHandler((req, reply) => {
+    const q = req.url.indexOf('?');
+    return sendError(reply, errors.notFound([req.method, `${q < 0 ? req.url : req.url.slice(0, q)} (GET /admin lists the endpoints)`], null));
+  });
+  app.setErrorHandler((err: { statusCode?: number; message: string }, _req, reply) => {
+    const status = err.statusCode ?? 500;
+    return sendError(reply, status >= 400 && status < 500 ? errors.invalidRequest([err.message]) : errors.internal());
+  });
+  const doc = (summary: string) => ({ config: { summary } satisfies RouteDoc });
+  const listEndpoints = async () => ({ service: 'warmroute admin', endpoints: index });
+  app.get('/', doc('this list of endpoints'), listEndpoints);
+  app.get('/admin', doc('this list of endpoints'), listEndpoints);
+
+  app.get('/metrics', doc('Prometheus metrics (open without the admin token)'), async (_req, reply) => {
     deps.beforeScrape?.();
     reply.header('content-type', metrics.registry.contentType);
     return metrics.registry.metrics();
   });
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async (_req, reply) => {
+  app.get('/healthz', doc('liveness: the process answers (open)'), async () => ({ status: 'ok' }));
+  app.get('/readyz', doc('readiness: not draining and at least one replica up (open)'), async (_req, reply) => {
     const up = registry.replicas.filter((r) => r.up).length;
     const ready = !deps.draining() && up > 0;
     return reply.code(ready ? 200 : 503).send({ ready, draining: deps.draining(), replicasUp: up, replicas: registry.replicas.length });
   });
-  app.get('/admin/replicas', async () => {
+  app.get('/admin/replicas', doc('every replica: state, load, checks, ejections, drain'), async () => {
     const pins = router.pinsByReplica();
     const now = Date.now();
     return {
@@ -131,7 +163,7 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
         checks: { healthy: r.healthy, failures: r.checkFailures, successes: r.checkSuccesses },
         ejection: { ejections: r.ejections, until: r.ejectedUntil > now ? iso(r.ejectedUntil) : null, lastAt: iso(r.lastEjectedAt) },
         downSince: iso(r.downSince),
-        drain: r.drain === null ? null : { ...r.drain, startedAt: iso(r.drain.startedAt), finishedAt: iso(r.drain.finishedAt) },
+        drain: drainView(r.drain),
         models: r.models ? [...r.models] : null,
         // The fleet configuration audit: what the replica reports, and where it differs from the rest.
         config: r.config,
@@ -144,14 +176,15 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
   // Drain: no new sessions, in-flight streams finish, pinned sessions handed off warm. Undrain
   // takes it back. (An admin token, once there is one, guards every /admin/* route.)
   for (const verb of ['drain', 'undrain'] as const) {
-    app.post<{ Params: { name: string } }>(`/admin/replicas/:name/${verb}`, async (req, reply) => {
+    const what = verb === 'drain' ? 'drain a replica: no new sessions, pinned ones handed off warm' : 'take a drained replica back';
+    app.post<{ Params: { name: string } }>(`/admin/replicas/:name/${verb}`, doc(what), async (req, reply) => {
       const ok = deps.drains?.[verb](req.params.name) ?? false;
       if (!ok) return sendError(reply, errors.replicaNotFound([], 'name'));
       const r = registry.byName(req.params.name)!;
-      return reply.code(202).send({ name: r.name, state: stateOf(r, Date.now()), drain: r.drain });
+      return reply.code(202).send({ name: r.name, state: stateOf(r, Date.now()), drain: drainView(r.drain) });
     });
   }
-  app.get('/admin/routing', async () => {
+  app.get('/admin/routing', doc('what routing has learnt: prefix index, token scale, cost model per replica'), async () => {
     const st = router.stats();
     return {
       strategy: router.strategy,
@@ -163,22 +196,38 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
       }])),
     };
   });
-  app.get<{ Params: { key: string } }>('/admin/sessions/:key', async (req, reply) => {
-    const s = router.session(req.params.key);
-    const d = router.lastDrift(req.params.key);
-    const t = deps.turns?.lastTurns(req.params.key) ?? null;
+  /**
+   * A session by its key, or by the tag a log line shows: `session` (a keyed session) or
+   * `conversation` (a keyless one, whose placement key no header or line carries).
+   */
+  function findSession(param: string): { storeKey: string; key: string; tag: string | null; keyless: boolean } {
+    if (router.session(param) !== null || !looksLikeTag(param)) return { storeKey: param, key: param, tag: null, keyless: false };
+    const found = deps.sessionByTag?.(param);
+    return found ? { ...found, tag: param } : { storeKey: param, key: param, tag: null, keyless: false };
+  }
+  app.get<{ Params: { key: string } }>('/admin/sessions/:key', doc('a session by its key or its log tag: pin, last drift, last turns'), async (req, reply) => {
+    const { storeKey, key, tag, keyless } = findSession(req.params.key);
+    const s = router.session(storeKey);
+    const d = router.lastDrift(key);
+    const t = deps.turns?.lastTurns(key) ?? null;
     if (!s && !d && !t) return sendError(reply, errors.sessionNotFound([], 'key'));
     const lastDrift = d === null ? null : { where: d.where, message: d.message, at: new Date(d.at).toISOString() };
     const turns = t === null ? null : { open: t.open, last: t.turns };
-    return s ? { ...s, since: new Date(s.since).toISOString(), lastSeen: new Date(s.lastSeen).toISOString(), lastDrift, turns } : { key: req.params.key, replica: null, lastDrift, turns };
+    const times = s ? { since: new Date(s.since).toISOString(), lastSeen: new Date(s.lastSeen).toISOString() } : {};
+    // A keyless conversation's placement key is the gateway's own hash: it is not the caller's to see.
+    if (keyless) return { tag, keyless: true, replica: s?.replica ?? null, warmTokens: s?.warmTokens ?? null, ...times, lastDrift, turns };
+    const shown = tag === null ? {} : { tag };
+    return s ? { ...s, ...shown, ...times, lastDrift, turns } : { key, ...shown, replica: null, lastDrift, turns };
   });
-  app.delete<{ Params: { key: string } }>('/admin/sessions/:key', async (req, reply) => {
-    const removed = router.unpin(req.params.key);
+  app.delete<{ Params: { key: string } }>('/admin/sessions/:key', doc('forget a session (its pin and turns), by key or log tag'), async (req, reply) => {
+    const { storeKey, key } = findSession(req.params.key);
+    const removed = router.unpin(storeKey);
     // What the gateway knows of the session goes with its pin: its turns too.
-    const forgot = deps.turns?.forget(req.params.key) ?? false;
-    return reply.code(removed || forgot ? 200 : 404).send({ unpinned: removed });
+    const forgot = deps.turns?.forget(key) ?? false;
+    if (!removed && !forgot) return sendError(reply, errors.sessionNotFound([], 'key'));
+    return reply.code(200).send({ unpinned: removed });
   });
-  app.get<{ Params: { id: string } }>('/admin/responses/:id', async (req, reply) => {
+  app.get<{ Params: { id: string } }>('/admin/responses/:id', doc('which replica stores a Responses API response'), async (req, reply) => {
     const r = router.storedResponse(req.params.id);
     if (!r) return sendError(reply, errors.responseNotFound([], 'id'));
     return { id: r.key, replica: r.replica, storedAt: new Date(r.since).toISOString(), lastSeen: new Date(r.lastSeen).toISOString() };

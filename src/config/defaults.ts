@@ -1,5 +1,6 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { describeProblem } from './problems.js';
 
 /**
  * A value with the schema's defaults filled in, and every problem with it, each naming its path
@@ -7,8 +8,7 @@ import { Value } from '@sinclair/typebox/value';
  */
 export function withDefaults<T extends TSchema>(schema: T, input: unknown, at = ''): { value: Static<T>; problems: string[] } {
   const value = Value.Default(schema, structuredClone(input ?? {})) as Static<T>;
-  const problems = [...Value.Errors(schema, value)].map((e) =>
-    `${at}${e.path || (at ? '' : '/')}: ${e.message}${e.value !== undefined && typeof e.value !== 'object' ? ` (got ${JSON.stringify(e.value)})` : ''}`);
+  const problems = [...Value.Errors(schema, value)].map((e) => describeProblem(e, at));
   return { value, problems };
 }
 

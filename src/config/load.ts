@@ -1,15 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { withDefaults } from './defaults.js';
+import { SERVE_FLAGS, type FlagSpec } from './flags.js';
+import { nearestName } from './nearest.js';
 import { ConfigSchema, type ResolvedConfig, type RoutingOptions, type UpstreamConfig } from './schema.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    // One problem is one line; several are one line each under the heading.
+    super(problems.length === 1 ? `invalid configuration: ${problems[0]}` : `invalid configuration:\n  - ${problems.join('\n  - ')}`);
   }
 }
 
-/** Command-line flags of `warmroute serve`; each has a WARMROUTE_* environment twin. */
+/** Command-line flags of `warmroute serve`; each has a WARMROUTE_* environment twin (config/flags.ts). */
 export interface ServeFlags {
   config?: string;
   upstream?: string[];
@@ -20,41 +23,45 @@ export interface ServeFlags {
   strategy?: string;
   redis?: string;
   logLevel?: string;
+  logFormat?: string;
   /** Environment only (WARMROUTE_ADMIN_TOKEN): a secret does not belong on a command line. */
   adminToken?: string;
   /** Environment only (WARMROUTE_SESSION_TAG_SECRET), like the admin token. */
   sessionTagSecret?: string;
 }
 
-const ENV: Record<keyof ServeFlags, string> = {
-  config: 'WARMROUTE_CONFIG',
-  upstream: 'WARMROUTE_UPSTREAM',
-  host: 'WARMROUTE_HOST',
-  port: 'WARMROUTE_PORT',
-  adminHost: 'WARMROUTE_ADMIN_HOST',
-  adminPort: 'WARMROUTE_ADMIN_PORT',
-  strategy: 'WARMROUTE_STRATEGY',
-  redis: 'WARMROUTE_REDIS',
-  logLevel: 'WARMROUTE_LOG_LEVEL',
-  adminToken: 'WARMROUTE_ADMIN_TOKEN',
-  sessionTagSecret: 'WARMROUTE_SESSION_TAG_SECRET',
-};
+type FlagKey = keyof ServeFlags;
+const SPECS: readonly (FlagSpec & { key: FlagKey })[] = SERVE_FLAGS;
 
 /** Flags from the environment: WARMROUTE_UPSTREAM holds a comma- or space-separated list. */
 export function flagsFromEnv(env: NodeJS.ProcessEnv): ServeFlags {
   const out: ServeFlags = {};
-  for (const [flag, name] of Object.entries(ENV) as [keyof ServeFlags, string][]) {
-    const v = env[name];
+  for (const spec of SPECS) {
+    const v = env[spec.env];
     if (v === undefined || v === '') continue;
-    if (flag === 'upstream') out.upstream = v.split(/[\s,]+/).filter(Boolean);
-    else out[flag] = v;
+    if (spec.key === 'upstream') out.upstream = v.split(/[\s,]+/).filter(Boolean);
+    else (out as Record<string, string>)[spec.key] = v;
   }
   return out;
 }
 
+/**
+ * WARMROUTE_* variables that are no setting but one letter or three away from one
+ * (WARMROUTE_STRATEGIE): ignored, so worth a warning. Others (a tool's own WARMROUTE_ names) are
+ * left alone.
+ */
+export function misspelledEnv(env: NodeJS.ProcessEnv): { name: string; meant: string }[] {
+  const known = SPECS.map((s) => s.env);
+  return Object.keys(env).flatMap((name) => {
+    if (!name.startsWith('WARMROUTE_') || known.includes(name)) return [];
+    const meant = nearestName(name, known);
+    return meant ? [{ name, meant }] : [];
+  });
+}
+
 type Raw = Record<string, any>;
 
-function setPath(obj: Raw, path: string[], value: unknown): void {
+function setPath(obj: Raw, path: readonly string[], value: unknown): void {
   let o = obj;
   for (const k of path.slice(0, -1)) o = o[k] ??= {};
   o[path[path.length - 1]] = value;
@@ -67,15 +74,27 @@ function num(v: string): number | string {
 
 function applyFlags(raw: Raw, f: ServeFlags): void {
   if (f.upstream?.length) raw.upstreams = f.upstream.map((url) => ({ url }));
-  if (f.host !== undefined) setPath(raw, ['listen', 'host'], f.host);
-  if (f.port !== undefined) setPath(raw, ['listen', 'port'], num(f.port));
-  if (f.adminHost !== undefined) setPath(raw, ['admin', 'host'], f.adminHost);
-  if (f.adminPort !== undefined) setPath(raw, ['admin', 'port'], num(f.adminPort));
-  if (f.strategy !== undefined) setPath(raw, ['routing', 'strategy'], f.strategy);
-  if (f.redis !== undefined) setPath(raw, ['redis', 'url'], f.redis);
-  if (f.logLevel !== undefined) setPath(raw, ['logging', 'level'], f.logLevel);
-  if (f.adminToken !== undefined) setPath(raw, ['admin', 'token'], f.adminToken);
-  if (f.sessionTagSecret !== undefined) setPath(raw, ['logging', 'sessionTagSecret'], f.sessionTagSecret);
+  for (const spec of SPECS) {
+    const v = f[spec.key];
+    if (v === undefined || !spec.path || spec.key === 'upstream') continue;
+    setPath(raw, spec.path, spec.numeric ? num(v as string) : v);
+  }
+}
+
+/**
+ * A problem with a setting that came from a flag or an environment variable names that flag or
+ * variable (`--strategy: "sticky" is not one of ...`): it is what the user typed.
+ */
+function namedBySource(problem: string, flags: ServeFlags, fromEnv: ServeFlags): string {
+  for (const spec of SPECS) {
+    if (!spec.path) continue;
+    const at = spec.key === 'upstream' ? /^\/upstreams\/\d+\/url:/ : new RegExp(`^/${spec.path.join('/')}:`);
+    if (!at.test(problem)) continue;
+    const source = flags[spec.key] !== undefined && 'flag' in spec ? `--${spec.flag}` : fromEnv[spec.key] !== undefined ? spec.env : null;
+    // Neither: the setting came from the config file, whose path the problem already names.
+    if (source) return problem.replace(/^[^:]+:/, `${source}:`);
+  }
+  return problem;
 }
 
 function readFile(path: string): Raw {
@@ -83,7 +102,9 @@ function readFile(path: string): Raw {
   try {
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    throw new ConfigError([`cannot read config file ${path}: ${(e as Error).message}`]);
+    const err = e as NodeJS.ErrnoException;
+    const why = err.code === 'ENOENT' ? 'no such file' : err.code === 'EACCES' ? 'permission denied' : err.message;
+    throw new ConfigError([`cannot read config file ${path}: ${why}`]);
   }
   try {
     const doc = parseYaml(text) as unknown;
@@ -91,7 +112,9 @@ function readFile(path: string): Raw {
     if (typeof doc !== 'object' || Array.isArray(doc)) throw new Error('the top level must be a mapping');
     return doc as Raw;
   } catch (e) {
-    throw new ConfigError([`${path}: ${(e as Error).message}`]);
+    // The YAML parser's message goes on with a code frame over several lines; its first line names
+    // the problem and its line and column.
+    throw new ConfigError([`${path}: ${(e as Error).message.split('\n')[0].replace(/:$/, '')}`]);
   }
 }
 
@@ -113,7 +136,13 @@ export function loadConfig(flags: ServeFlags, env: NodeJS.ProcessEnv = process.e
   if (raw.upstreams === undefined) {
     throw new ConfigError(['no upstream replicas: pass --upstream URL (repeatable), set WARMROUTE_UPSTREAM, or list `upstreams` in the config file']);
   }
-  const config = resolveConfig(raw);
+  let config: ResolvedConfig;
+  try {
+    config = resolveConfig(raw);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    throw new ConfigError(e.problems.map((p) => namedBySource(p, flags, fromEnv)));
+  }
   const unreadable = config.upstreams.flatMap((u, i) => {
     if (!u.tls?.caFile) return [];
     try {

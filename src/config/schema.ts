@@ -177,6 +177,7 @@ export const ResponsesSchema = Section({
 
 export const TRACE_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export const TRACE_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
+export const LOG_FORMATS = ['json', 'pretty'] as const;
 
 export const STRATEGY_NAMES = ['affinity', 'round-robin', 'least-loaded', 'session-hash'] as const;
 
@@ -425,6 +426,8 @@ export const ConfigSchema = Type.Object({
   }),
   logging: Section({
     level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
+    /** `json`: one JSON object a line, for machines (the default); `pretty`: coloured lines for a terminal. */
+    format: Type.Union(LOG_FORMATS.map((f) => Type.Literal(f)), { default: 'json' }),
     /** Debug only: include prompt text in debug logs. Never on in production. */
     logPrompts: Type.Boolean({ default: false }),
     /**
@@ -495,3 +498,4 @@ export type IdentityConfig = Static<typeof IdentitySchema>;
 export type SessionKeySourceConfig = Static<typeof SessionKeySourceSchema>;
 export type StrategyName = (typeof STRATEGY_NAMES)[number];
 export type TracingConfig = Config['tracing'];
+export type LogFormat = (typeof LOG_FORMATS)[number];

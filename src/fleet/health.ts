@@ -103,6 +103,8 @@ export function createHealth(deps: HealthDeps): Health {
 
   // Why the replica last stopped taking traffic, for the transition's label when it returns.
   const downCause = new Map<string, string>();
+  // Replicas that answered a check at least once (a WeakSet: a replica that leaves is forgotten with it).
+  const passedCheck = new WeakSet<ReplicaState>();
 
   function refresh(r: ReplicaState, cause = 'check') {
     const up = r.healthy && r.ejectedUntil <= Date.now() && !r.warming;
@@ -117,7 +119,9 @@ export function createHealth(deps: HealthDeps): Health {
     } else {
       r.downSince ??= Date.now();
       downCause.set(r.name, cause);
-      if (!r.warming) log.warn({ replica: r.name, cause, detail: r.lastError }, 'replica out: its sessions move to their next choice');
+      // A replica that never passed a check has had no sessions to move: say only that it waits.
+      if (cause === 'check' && !passedCheck.has(r)) log.warn({ replica: r.name, cause, detail: r.lastError }, 'replica not reachable: it takes no traffic until it passes its checks');
+      else if (!r.warming) log.warn({ replica: r.name, cause, detail: r.lastError }, 'replica out: its sessions move to their next choice');
     }
   }
 
@@ -164,6 +168,7 @@ export function createHealth(deps: HealthDeps): Health {
     const decisive = !probed.has(r);
     probed.add(r);
     if (ok) {
+      passedCheck.add(r);
       r.checkFailures = 0;
       r.checkSuccesses++;
       if (!r.healthy && (decisive || r.checkSuccesses >= options.healthyThreshold)) await returning(r);

@@ -2,6 +2,7 @@
 
 import { parseArgs } from 'node:util';
 
+import { argvProblem } from '../config/argv.js';
 import { resolveBaseUrl } from './endpoint.js';
 import { CASE_IDS, type CaseId } from './prompts.js';
 import { DEFAULTS, type ProbeOptions } from './run.js';
@@ -44,6 +45,8 @@ Exit status: 0 when every case produced at least one successful trial on every e
 1 when some case produced none, 2 on a usage error or when an endpoint cannot be reached.
 `;
 
+const PROBE_FLAGS = ['base-url', 'model', 'compare', 'trials', 'cases', 'api-key', 'header', 'timeout-ms', 'max-tokens', 'json', 'help'];
+
 export function parseProbeArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): ParsedArgs {
   let values;
   try {
@@ -66,8 +69,8 @@ export function parseProbeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       },
     }));
   } catch (err) {
-    // parseArgs already says what is wrong ("Unknown option '--foo'"); only the type changes.
-    throw new UsageError((err as Error).message);
+    // parseArgs's message is written for programmers; the user gets the flag and its nearest valid name.
+    throw new UsageError(argvProblem(err, PROBE_FLAGS) ?? (err as Error).message);
   }
   if (values.help) return { help: true };
 

@@ -76,6 +76,9 @@ function accessLine(method: string, path: string, key: string | null, priority: 
     if (identity.sessionKey !== null) {
       line.session = sessionTag(identity.sessionKey);
       line.sessionSource = identity.sessionKeySource;
+    } else if (identity.placementKey !== null) {
+      // A keyless conversation's tag (its placement key's), for GET /admin/sessions/{tag}; never the key.
+      line.conversation = sessionTag(identity.placementKey);
     }
     // Only a model some replica serves (the request was routed): otherwise it is the client's text.
     if (e.reason !== null && identity.model !== null) line.model = identity.model;

@@ -360,6 +360,7 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     },
     countsByReplica: (t) => local.countsByReplica(t),
     keysOn: (replica, t) => local.keysOn(replica, t),
+    keys: (t) => local.keys(t),
     // Local only: every gateway sees the restart in the replica's /metrics itself.
     forgetReplica(replica) {
       const t = now();

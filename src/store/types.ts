@@ -32,6 +32,8 @@ export interface SessionStore {
   countsByReplica(now: number): Map<string, number>;
   /** Keys of the live pins on a replica (a drain moves each of them). */
   keysOn(replica: string, now: number): string[];
+  /** Keys of every live pin, keyless conversations' included (the admin API's tag lookup). */
+  keys?(now: number): string[];
   /** Drops this gateway's pins on a replica whose cache is gone; returns how many. */
   forgetReplica(replica: string): number;
   size(): number;

@@ -153,13 +153,20 @@ describe('bench:dashboard PromQL subset: aggregation, ratios, scalar, matchers, 
     assert.equal(legendOf('ejected {{replica}} ({{ cause }})', { replica: 'r1' }), 'ejected r1 ()');
     assert.equal(legendOf(undefined, { a: 'x' }), '{a="x"}');
   });
+
+  it('> NUMBER keeps the samples above it (labels kept) and drops NaN: series of what happened only', () => {
+    const x = every2s('a', (t) => [s('x_total', { reason: 'pinned' }, 5 * t), s('x_total', { reason: 'spill' }, 0)]);
+    assert.deepEqual(eval1('sum by (reason) (rate(x_total[8s])) > 0', x).map((v) => v.labels), [{ reason: 'pinned' }]);
+    const empty = every2s('a', () => [s('h_bucket', { le: '1' }, 0), s('h_bucket', { le: '+Inf' }, 0)]);
+    assert.deepEqual(eval1('histogram_quantile(0.9, sum by (le) (rate(h_bucket[8s]))) > 0', empty), []);
+  });
 });
 
 describe('bench:dashboard PromQL subset: anything else throws, naming the expression', () => {
   for (const expr of [
     'avg(x)', 'sum(x) by (a)', 'sum without (a) (x)', 'x * 2', 'x + y', 'rate(x[5m]) offset 1m', 'x{a!~"b"}', 'x[5m]',
     'irate(x[1m])', 'histogram_quantile(0.5, rate(x_bucket[1m]))', 'histogram_quantile(0.5, sum by (route) (rate(x_bucket[1m])))',
-    'sum(rate(x[$__interval]))', 'x{a="$instance"}', '(x)', 'rate(x[1w])', 'sum(x) / 2',
+    'sum(rate(x[$__interval]))', 'x{a="$instance"}', '(x)', 'rate(x[1w])', 'sum(x) / 2', 'x > y', 'x > 0 > 1',
   ]) {
     it(expr, () => assert.throws(() => new Query(expr, O), (e: Error) => e.message.startsWith('PromQL subset: ') && e.message.endsWith(` in ${expr}`)));
   }
@@ -202,7 +209,9 @@ describe('deploy/grafana/warmroute.json and the renderer agree', () => {
     const { html, height } = buildPage({ title: 't', subtitle: '', panels, times, marks: [{ atS: 4, label: 'm' }], footer: '' });
     const graphs = panels.filter((p) => p.panel.type !== 'row');
     assert.equal(html.match(/<svg /g)?.length, graphs.length, 'one chart per graph panel');
-    assert.equal(html.match(/No data/g)?.length, graphs.length - 1, 'only the decisions panel has data');
+    assert.equal(html.match(/class="nodata"/g)?.length, graphs.length - 1, 'only the decisions panel has data');
+    // A panel's own noValue text replaces "No data": the KV panels say events are off.
+    assert.match(html, /<div class="nodata">KV events off: no replica publishes them/);
     assert.ok(/pinned<\/td><td>4\.00 req\/s<\/td>/.test(html), 'the legend\'s last value: 4 decisions a second');
     assert.ok(height > 1000 && height < 4000, `${height}`);
   });

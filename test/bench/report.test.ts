@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { cutLine, demoTable, sameTurnsLine } from '../../bench/report/demo-text.js';
 import { buildHtml } from '../../bench/report/html.js';
 import { markdownReport, shortTable } from '../../bench/voice/markdown.js';
 import { syntheticResult } from './fixtures.js';
@@ -87,4 +88,57 @@ test('the oracle in the report: its own row, no gateway figures ("—"), not in 
   assert.equal(oracle.overhead.p50Ms, null);
   const ttfts = r.records.filter((x) => x.strategy === 'oracle').map((x) => x.ttftMs!);
   assert.equal(oracle.hopsMeanMs.first_token, ttfts.reduce((a, b) => a + b, 0) / ttfts.length);
+});
+
+test('the summary says how many planned requests each strategy served, and why one served fewer', () => {
+  const r = syntheticResult();
+  const full = buildHtml(r);
+  assert.match(full, /<td>12 \/ 12<\/td>/);
+  assert.doesNotMatch(full, /Not every strategy served/);
+  // Round-robin's every request is over the 300 ms budget: a share, with its counts.
+  assert.match(full, /<td>100% \(12 of 12\)<\/td>/);
+  // Round-robin cut before its last turn: 8 of 12 served; the like-for-like table has those 8.
+  r.records = r.records.filter((x) => !(x.strategy === 'round-robin' && x.turn === 2));
+  r.summaries[0] = { ...r.summaries[0], truncated: true, requests: 8 };
+  const cut = buildHtml(r);
+  assert.match(cut, /<td>8 \/ 12 \(cut at 60 s\)<\/td>/);
+  assert.match(cut, /Not every strategy served every planned request/);
+  assert.match(cut, /On the same 8 requests, those every strategy served/);
+  const affinityRow = /<tr><td>warmroute \(affinity\)<\/td><td>(\d+)<\/td>/.exec(cut);
+  assert.ok(affinityRow, 'a row for warmroute in the same-requests table');
+  assertBalanced(cut);
+});
+
+test('TTFT by turn goes to a log axis where one strategy is 10× another', () => {
+  const r = syntheticResult();
+  const logAxes = (html: string) => (html.match(/client TTFT, ms \(log scale\)/g) ?? []).length;
+  assert.equal(logAxes(buildHtml(r)), 1, 'the CDF only: 400 vs 60 ms is under 10×');
+  r.summaries[1] = { ...r.summaries[1], perTurn: r.summaries[1].perTurn.map((t) => ({ ...t, p50: 10, p90: 12 })) };
+  const html = buildHtml(r);
+  assert.equal(logAxes(html), 2);
+  assertBalanced(html);
+  assert.doesNotMatch(html, /NaN|Infinity/);
+});
+
+test('the per-turn section appears only where turns have several calls', () => {
+  const r = syntheticResult();
+  const turn = (calls: number) => ({ strategy: 'affinity', session: 0, turn: 0, calls, overlapped: false, waitMs: 80, ok: true, adminKey: null, gatewayWaitMs: null, gatewayCalls: null });
+  r.turns = [turn(1), turn(1)] as NonNullable<typeof r.turns>;
+  assert.doesNotMatch(buildHtml(r), /Per turn, not just per request/);
+  r.turns = [turn(1), turn(3)] as NonNullable<typeof r.turns>;
+  assert.match(buildHtml(r), /Per turn, not just per request/);
+});
+
+test('the demo prints served / planned first, why a run was cut, and the strategies on the same requests', () => {
+  const r = syntheticResult();
+  const table = demoTable(r.summaries, 12, 60).split('\n');
+  assert.match(table[0], /^\| strategy \| served \/ planned \| TTFT p50 ms/);
+  assert.match(table[2], /^\| round-robin \| 12 \/ 12 \| \d+ /);
+  assert.equal(cutLine(r.summaries, 60), '');
+  assert.equal(sameTurnsLine(r), '');
+  r.records = r.records.filter((x) => !(x.strategy === 'round-robin' && x.turn === 2));
+  r.summaries[0] = { ...r.summaries[0], truncated: true, requests: 8 };
+  assert.match(demoTable(r.summaries, 12, 60), /\| round-robin \| 8 \/ 12 \(cut at 60 s\) \|/);
+  assert.match(cutLine(r.summaries, 60), /round-robin: cut at the 60 s cap .* missing from its figures/);
+  assert.match(sameTurnsLine(r), /on the same 8 requests \(those every strategy served\): round-robin p50 \d+ \/ p90 \d+ ms; warmroute \(affinity\) p50/);
 });

@@ -103,7 +103,8 @@ describe('configuration', () => {
       });
     });
     assert.equal(code, 2);
-    assert.match(stderr, /\/upstreams\/0\/url/);
-    assert.match(stderr, /\/listen\/port/);
+    // Each problem names the flag it came from.
+    assert.match(stderr, /--upstream: expected http:\/\/host:port/);
+    assert.match(stderr, /--port: expected an integer 0–65535 \(got "x"\)/);
   });
 });

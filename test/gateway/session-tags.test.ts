@@ -76,7 +76,20 @@ describe('session tags in logs (issue 17 #13)', () => {
     const unkeyed = hash64(key).toString(16).padStart(16, '0').slice(0, 12);
     assert.notEqual(t, unkeyed);
     assert.notEqual(t, await tagOf(same1, key));
-    assert.ok(unset.logs.some((l) => l.level === 40 && l.setting === 'logging.sessionTagSecret'), 'a warning names the setting');
+    // One gateway, no Redis: its own secret breaks nothing, so a clean start warns about nothing.
+    assert.ok(!unset.logs.some((l) => l.setting === 'logging.sessionTagSecret'), 'no warning without shared sessions');
+  });
+
+  it('warns about a drawn secret only where gateways share sessions through Redis', async () => {
+    const { startRedis } = await import('../store/redis-server.js');
+    const redis = await startRedis();
+    const shared = await startGateway([a.url], { redis: { url: redis.url } });
+    try {
+      assert.ok(shared.logs.some((l) => l.level === 40 && l.setting === 'logging.sessionTagSecret' && /Redis/.test(l.msg)), 'a warning names the setting');
+    } finally {
+      await shared.close();
+      await redis.kill();
+    }
   });
 
   it('takes the secret from WARMROUTE_SESSION_TAG_SECRET', async () => {

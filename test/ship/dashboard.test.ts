@@ -32,6 +32,23 @@ describe('the Grafana dashboard', () => {
     assert.ok(exprs.some((e) => e.includes('vllm:prefix_cache_hits_total')) && exprs.some((e) => e.includes('warmroute_cached_tokens_total')), 'hit rate from both sides');
   });
 
+  it('every series it queries exists from the first scrape, before any request, KV-event ones included with events off', async () => {
+    const sim = await startReplica();
+    const g = await startGateway([sim.url]);
+    try {
+      const replicaSeen = async () => /^warmroute_replica_up\{replica="[^"]+"\} 1$/m.test(await (await request(`${g.adminUrl}/metrics`)).body.text());
+      for (let i = 0; i < 100 && !(await replicaSeen()); i++) await new Promise((r) => setTimeout(r, 50));
+      const gateway = await (await request(`${g.adminUrl}/metrics`)).body.text();
+      // Made by the first request of each (replica, route, outcome): no set of them is known before.
+      const perRequest = new Set(['warmroute_requests_total']);
+      const absent = namesIn(/warmroute_[a-z_]+/g).filter((n) => !perRequest.has(n) && !new RegExp(`^${n}(_bucket|_sum|_count)?(\\{| )`, 'm').test(gateway));
+      assert.deepEqual(absent, []);
+    } finally {
+      await g.close();
+      await sim.close();
+    }
+  });
+
   it('every metric it queries exists on /metrics after a request', async () => {
     const sim = await startReplica({ frontendMs: 0.5, stepBaseMs: 2, prefillMsPerToken: 0.001 });
     const g = await startGateway([sim.url]);
