@@ -121,6 +121,15 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     },
   });
 
+  // Every gateway's sessions count in this one's working sets: the turns other gateways serve
+  // arrive through the shared store (at most its batch interval late), this gateway's go out by it.
+  store.onTurn?.((turn) => workingSet.heard(turn.key, turn.replica, turn.agent === null ? null : { key: turn.agent, tokens: turn.agentTokens }, turn.promptTokens, turn.at));
+  function touch(key: string, replica: string, identity: RequestIdentity, t: number, fresh: boolean): void {
+    const agent = agentOf(identity);
+    workingSet.touch(key, replica, agent, identity.promptTokens, t);
+    store.announce?.({ key, replica, agent: agent?.key ?? null, agentTokens: agent?.tokens ?? 0, promptTokens: identity.promptTokens, at: t }, fresh);
+  }
+
   /** Cached-token feedback: what the index predicted there against what the replica served. */
   function feedback(identity: RequestIdentity, replica: string, matched: number, cachedTokens: number, t: number): void {
     const scale = cost.tokenScale();
@@ -255,7 +264,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       // A fresh placement counts in its replica's working set at once: sessions starting together
       // must see each other before any of them is served.
       if (composition.learns && key !== null && (d.reason === 'placed' || d.reason === 'capacity' || (d.reason === 'spill' && req.identity.sessionKey === null && ctx.pin === null))) {
-        workingSet.touch(key, d.ranked[0].name, agentOf(req.identity), req.identity.promptTokens, ctx.now);
+        touch(key, d.ranked[0].name, req.identity, ctx.now, true);
       }
       if (composition.learns) {
         const notes = new Map<string, Seen>();
@@ -284,7 +293,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       const s = seen.get(identity)?.get(outcome.replica);
       if (outcome.cachedTokens !== null && s !== undefined) feedback(identity, outcome.replica, s.matched, outcome.cachedTokens, t);
       // In the gateway's estimated tokens, like the agent's prompt: placement scales both to the replica's.
-      if (key !== null) workingSet.touch(key, outcome.replica, agentOf(identity), identity.promptTokens, t);
+      if (key !== null) touch(key, outcome.replica, identity, t, false);
       index.record(identity.chain, identity.chainTokens, outcome.replica, t);
       if (outcome.promptTokens !== null && live.has(outcome.replica)) learnBlocks(identity, outcome.replica, outcome.promptTokens);
       traffic.served(outcome.replica, t);

@@ -29,6 +29,11 @@ export interface WorkingSet {
    * Moving a session takes it off its previous replica.
    */
   touch(key: string, replica: string, agent: { key: string; tokens: number } | null, promptTokens: number, now: number): void;
+  /**
+   * Another gateway's turn of a session (through the shared store), made at `at`: a touch, unless
+   * this gateway already knows of a later turn of that session.
+   */
+  heard(key: string, replica: string, agent: { key: string; tokens: number } | null, promptTokens: number, at: number): void;
   of(replica: string, now: number): ReplicaWorkingSet;
   /** Replicas with an active session of this agent. */
   homesOf(agent: string, now: number): readonly string[];
@@ -120,25 +125,32 @@ export function createWorkingSet(opts: { windowMs: number; maxSessions: number }
     }
   }
 
+  function touch(key: string, replica: string, agent: { key: string; tokens: number } | null, promptTokens: number, now: number) {
+    sweep(now);
+    const had = active.get(key);
+    if (had !== undefined) {
+      drop(had);
+      active.delete(key);
+    }
+    const a: Active = {
+      replica, agent: agent?.key ?? null, agentTokens: agent?.tokens ?? 0,
+      own: Math.max(0, promptTokens - (agent?.tokens ?? 0)), lastSeen: now,
+    };
+    add(a);
+    active.set(key, a);
+    if (active.size > opts.maxSessions) {
+      const [oldest, o] = active.entries().next().value as [string, Active];
+      drop(o);
+      active.delete(oldest);
+    }
+  }
+
   return {
-    touch(key, replica, agent, promptTokens, now) {
-      sweep(now);
+    touch,
+    heard(key, replica, agent, promptTokens, at) {
       const had = active.get(key);
-      if (had !== undefined) {
-        drop(had);
-        active.delete(key);
-      }
-      const a: Active = {
-        replica, agent: agent?.key ?? null, agentTokens: agent?.tokens ?? 0,
-        own: Math.max(0, promptTokens - (agent?.tokens ?? 0)), lastSeen: now,
-      };
-      add(a);
-      active.set(key, a);
-      if (active.size > opts.maxSessions) {
-        const [oldest, o] = active.entries().next().value as [string, Active];
-        drop(o);
-        active.delete(oldest);
-      }
+      if (had !== undefined && had.lastSeen > at) return;
+      touch(key, replica, agent, promptTokens, at);
     },
     of(replica, now) {
       sweep(now);

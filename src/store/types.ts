@@ -16,6 +16,21 @@ export const CONVERSATION_KEY = '\u0000conv:';
 
 export const isConversationKey = (key: string) => key.startsWith(CONVERSATION_KEY);
 
+/**
+ * One turn of a session as every gateway's working set counts it: the replica serving it, its
+ * agent (the chain link ending the prompt's shared part, routing/working-set.ts) and the tokens.
+ */
+export interface SessionTurn {
+  /** Session key, or a keyless conversation's placement key (as the working set counts it). */
+  readonly key: string;
+  readonly replica: string;
+  readonly agent: string | null;
+  readonly agentTokens: number;
+  readonly promptTokens: number;
+  /** Wall ms of the turn. */
+  readonly at: number;
+}
+
 export interface Fetched {
   readonly info: SessionInfo | null;
   readonly confirmed: boolean;
@@ -42,6 +57,13 @@ export interface SessionStore {
    * shared store answered (so a null `info` is a true miss). Absent for local-only stores.
    */
   fetch?(key: string, timeoutMs: number): Promise<Fetched>;
+  /**
+   * A shared store tells every other gateway of this turn (batched; `now` for a fresh placement,
+   * sent at once). Absent for local-only stores: this gateway's own turns are all there is.
+   */
+  announce?(turn: SessionTurn, now: boolean): void;
+  /** Turns other gateways announced, as they arrive. */
+  onTurn?(listener: (turn: SessionTurn) => void): void;
   /** Resolves once a shared store is connected; absent for local-only stores. */
   ready?(): Promise<void>;
 }
