@@ -167,7 +167,9 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
       const prev = responses.get(identity.storedResponseId);
       if (prev !== undefined) return prev;
     }
-    if (identity.placementKey !== null && identity.kind !== 'completion') return `p:${identity.placementKey}`;
+    // Keyless: the conversation key, so that callers who open with the same words are two sessions
+    // from their second utterance on (before it they are the same bytes).
+    if (identity.conversationKey !== null && identity.kind !== 'completion') return `p:${identity.conversationKey}`;
     return null;
   }
 
@@ -211,6 +213,20 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
       let s = sessions.get(id);
       if (s === undefined) {
         s = { id, next: 0, current: null, lastActivity: now, history: [] };
+        // A keyless conversation's first call under its own key (its second utterance): it goes on
+        // from its opening's session, shared with whoever opened with the same words. Its open
+        // turn ends here as it would have at this next utterance, and is counted once.
+        const opening = identity.sessionKey === null && identity.placementKey !== identity.conversationKey ? sessions.get(`p:${identity.placementKey}`) : undefined;
+        if (opening !== undefined) {
+          const t = opening.current;
+          if (t !== null && !t.done) {
+            t.closing = 'next';
+            if (t.open === 0) finish(opening, t, 'next', now);
+            if (opening.current === t) { opening.current = null; active.delete(opening.id); }
+          }
+          s.next = opening.next;
+          s.history.push(...opening.history);
+        }
         while (sessions.size >= o.maxSessions) {
           const [oldId, old] = sessions.entries().next().value as [string, Session];
           if (old.current !== null) finish(old, old.current, 'evicted', now);

@@ -3,7 +3,7 @@ import { ConfigSchema, ResponsesSchema, STRATEGY_NAMES, type LostStateAction, ty
 import { errors } from '../errors.js';
 import type { RequestIdentity } from '../identify/identity.js';
 import { createMemorySessionStore } from '../store/memory.js';
-import { CONVERSATION_KEY, type SessionStore } from '../store/types.js';
+import { CONVERSATION_KEY, type SessionInfo, type SessionStore } from '../store/types.js';
 import { createBrokenSessions } from './broken-sessions.js';
 import { createCostModel } from './cost-model.js';
 import { createDriftWatch } from './drift.js';
@@ -123,11 +123,25 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
 
   // Every gateway's sessions count in this one's working sets: the turns other gateways serve
   // arrive through the shared store (at most its batch interval late), this gateway's go out by it.
-  store.onTurn?.((turn) => workingSet.heard(turn.key, turn.replica, turn.agent === null ? null : { key: turn.agent, tokens: turn.agentTokens }, turn.promptTokens, turn.at));
-  function touch(key: string, replica: string, identity: RequestIdentity, t: number, fresh: boolean): void {
+  store.onTurn?.((turn) => workingSet.heard(turn.key, turn.replica, turn.agent === null ? null : { key: turn.agent, tokens: turn.agentTokens }, turn.promptTokens, turn.at, turn.replaces));
+  function touch(key: string, replica: string, identity: RequestIdentity, t: number, fresh: boolean, replaces?: string): void {
     const agent = agentOf(identity);
-    workingSet.touch(key, replica, agent, identity.promptTokens, t);
-    store.announce?.({ key, replica, agent: agent?.key ?? null, agentTokens: agent?.tokens ?? 0, promptTokens: identity.promptTokens, at: t }, fresh);
+    workingSet.touch(key, replica, agent, identity.promptTokens, t, replaces);
+    store.announce?.({ key, replica, agent: agent?.key ?? null, agentTokens: agent?.tokens ?? 0, promptTokens: identity.promptTokens, at: t, ...(replaces === undefined ? {} : { replaces }) }, fresh);
+  }
+
+  /**
+   * A keyless conversation's record: its own (conversation key), else — at its first turn under
+   * that key — the record of its opening turn (placement key), shared by every caller who opened
+   * with the same words: its replica holds this conversation's first turn warm whichever of them
+   * it served (those turns were the same prompt), and its `since` is when that prompt came there.
+   */
+  function conversationOf(identity: RequestIdentity, t: number): { record: SessionInfo | null; opening: SessionInfo | null } {
+    if (identity.sessionKey !== null || identity.conversationKey === null) return { record: null, opening: null };
+    const own = store.get(CONVERSATION_KEY + identity.conversationKey, t);
+    if (own !== null || identity.placementKey === null || identity.placementKey === identity.conversationKey) return { record: own, opening: null };
+    const opening = store.get(CONVERSATION_KEY + identity.placementKey, t);
+    return { record: opening, opening };
   }
 
   /** Cached-token feedback: what the index predicted there against what the replica served. */
@@ -188,7 +202,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       const w = Math.min(pin.warmTokens, identity.promptTokens);
       if (w > (warm.get(pin.replica) ?? 0)) warm.set(pin.replica, w);
     }
-    const conversation = identity.sessionKey === null && identity.placementKey !== null ? store.get(CONVERSATION_KEY + identity.placementKey, t) : null;
+    const conversation = conversationOf(identity, t).record;
     // Its warm prefix there counts too, as a pin's does. The pin is only rewritten when the
     // conversation moves, so its recorded prefix is that of the turn that placed it; the replica
     // that served the last turn holds that turn's prompt: all but the answer and the new message.
@@ -198,7 +212,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       const w = Math.min(Math.max(conversation.warmTokens, previous), identity.promptTokens);
       if (w > (warm.get(conversation.replica) ?? 0)) warm.set(conversation.replica, w);
     }
-    return { identity, replicas, now: t, pin, warm, avoid: broken.avoid(identity.sessionKey ?? identity.placementKey, t), conversation };
+    return { identity, replicas, now: t, pin, warm, avoid: broken.avoid(identity.sessionKey ?? identity.conversationKey, t), conversation };
   }
 
   function forgetReplica(replica: string) {
@@ -258,7 +272,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       const ctx = context(req.identity, req.replicas, now());
       const id = req.identity.storedResponseId;
       const decided = composition.stateful && id !== null ? decideStateful(ctx, id) : decide(ctx, composition);
-      const key = req.identity.sessionKey ?? req.identity.placementKey;
+      const key = req.identity.sessionKey ?? req.identity.conversationKey;
       const drifted = key === null ? null : drift.observe(key, req.identity, ctx.now);
       const d = drifted === null ? decided : { ...decided, drift: drifted };
       // A fresh placement counts in its replica's working set at once: sessions starting together
@@ -280,7 +294,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     served(identity, outcome) {
       if (!composition.learns) return;
       const t = now();
-      const key = identity.sessionKey ?? identity.placementKey;
+      const key = identity.sessionKey ?? identity.conversationKey;
       if (outcome.result === 'interrupted') {
         broken.broke(key, outcome.replica, t);
         return;
@@ -293,14 +307,18 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       const s = seen.get(identity)?.get(outcome.replica);
       if (outcome.cachedTokens !== null && s !== undefined) feedback(identity, outcome.replica, s.matched, outcome.cachedTokens, t);
       // In the gateway's estimated tokens, like the agent's prompt: placement scales both to the replica's.
-      if (key !== null) touch(key, outcome.replica, identity, t, false);
+      // A keyless conversation's first turn under its own key: it was counted (and recorded) under
+      // its opening's key until now.
+      const opening = identity.sessionKey === null ? conversationOf(identity, t).opening : null;
+      if (key !== null) touch(key, outcome.replica, identity, t, false, opening === null ? undefined : identity.placementKey ?? undefined);
       index.record(identity.chain, identity.chainTokens, outcome.replica, t);
       if (outcome.promptTokens !== null && live.has(outcome.replica)) learnBlocks(identity, outcome.replica, outcome.promptTokens);
       traffic.served(outcome.replica, t);
       if (identity.sessionKey !== null) store.pin(identity.sessionKey, outcome.replica, identity.promptTokens, t);
-      else if (identity.placementKey !== null) {
-        // Shared (through a shared store) so that another gateway serving the next turn finds it.
-        store.pin(CONVERSATION_KEY + identity.placementKey, outcome.replica, identity.promptTokens, t);
+      else if (identity.conversationKey !== null) {
+        // Shared (through a shared store) so that another gateway serving the next turn finds it;
+        // still on its opening's replica, it keeps the time it came there (the cooldown's start).
+        store.pin(CONVERSATION_KEY + identity.conversationKey, outcome.replica, identity.promptTokens, t, opening !== null && opening.replica === outcome.replica ? opening.since : undefined);
       }
       if (outcome.promptTokens !== null) cost.observeTokens(identity.promptTokens, outcome.promptTokens);
       if (outcome.replicaTtftMs === null) return;

@@ -27,9 +27,9 @@ export interface SessionActivity {
   close(): void;
 }
 
-// One message: `t|<instance>|` + a JSON array of [key, replica, agent, agentTokens, promptTokens, at].
+// One message: `t|<instance>|` + a JSON array of [key, replica, agent, agentTokens, promptTokens, at, replaces?].
 // A session key may hold any byte but NUL, so the turns go as JSON rather than in a separator format.
-type Wire = [string, string, string | null, number, number, number];
+type Wire = [string, string, string | null, number, number, number, string?];
 
 /**
  * Each session's turns, shared between gateways by Redis pub/sub so that every gateway's working
@@ -51,7 +51,7 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
     timer = null;
     if (pending.size === 0 || closed) return;
     const wire: Wire[] = [];
-    for (const t of pending.values()) wire.push([t.key, t.replica, t.agent, t.agentTokens, t.promptTokens, t.at]);
+    for (const t of pending.values()) wire.push(t.replaces === undefined ? [t.key, t.replica, t.agent, t.agentTokens, t.promptTokens, t.at] : [t.key, t.replica, t.agent, t.agentTokens, t.promptTokens, t.at, t.replaces]);
     pending.clear();
     o.publish(`t|${o.instance}|${JSON.stringify(wire)}`).then(() => o.sent(wire.length), (e: unknown) => o.failed(e));
   }
@@ -59,8 +59,10 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
   return {
     announce(turn, now) {
       if (closed) return;
+      const queued = pending.get(turn.key);
       pending.delete(turn.key);
-      pending.set(turn.key, turn);
+      // A later turn of the same session in the same batch keeps what the earlier one replaced.
+      pending.set(turn.key, queued?.replaces !== undefined && turn.replaces === undefined ? { ...turn, replaces: queued.replaces } : turn);
       if (pending.size > o.maxPending) pending.delete(pending.keys().next().value as string);
       if (now) flush();
       else if (timer === null) timer = setTimeout(flush, o.flushMs).unref();
@@ -78,11 +80,14 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
       if (!Array.isArray(wire)) return o.malformed();
       const t = o.now();
       for (const w of wire as unknown[]) {
-        if (!Array.isArray(w) || w.length !== 6 || typeof w[0] !== 'string' || typeof w[1] !== 'string') { o.malformed(); continue; }
-        const [key, replica, agent, agentTokens, promptTokens, at] = w as Wire;
+        if (!Array.isArray(w) || (w.length !== 6 && w.length !== 7) || typeof w[0] !== 'string' || typeof w[1] !== 'string') { o.malformed(); continue; }
+        const [key, replica, agent, agentTokens, promptTokens, at, replaces] = w as Wire;
         if (!Number.isFinite(at) || !Number.isFinite(promptTokens) || !Number.isFinite(agentTokens)) { o.malformed(); continue; }
         // Another gateway's clock: a turn is never taken to be newer than now here.
-        const turn: SessionTurn = { key, replica, agent: typeof agent === 'string' ? agent : null, agentTokens, promptTokens, at: Math.min(at, t) };
+        const turn: SessionTurn = {
+          key, replica, agent: typeof agent === 'string' ? agent : null, agentTokens, promptTokens, at: Math.min(at, t),
+          ...(typeof replaces === 'string' ? { replaces } : {}),
+        };
         for (const l of listeners) l(turn);
       }
     },

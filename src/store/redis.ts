@@ -334,9 +334,9 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
       if (s === null) lookup(key);
       return s;
     },
-    pin(key, replica, warmTokens, t) {
+    pin(key, replica, warmTokens, t, since) {
       const prev = local.get(key, t);
-      local.pin(key, replica, warmTokens, t);
+      local.pin(key, replica, warmTokens, t, since);
       if (prev === null || prev.replica !== replica) return publishState(key, 'pin', 'pin', prev === null ? 'new' : 'move');
       // Unmoved: keep the Redis key alive, at most once per quarter TTL — on the first turn in each
       // quarter since the move, which needs no per-key state beyond the pin itself.

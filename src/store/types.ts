@@ -29,6 +29,8 @@ export interface SessionTurn {
   readonly promptTokens: number;
   /** Wall ms of the turn. */
   readonly at: number;
+  /** The key the session was counted under until this turn (a keyless conversation taking its own key). */
+  readonly replaces?: string;
 }
 
 export interface Fetched {
@@ -42,7 +44,11 @@ export interface Fetched {
  */
 export interface SessionStore {
   get(key: string, now: number): SessionInfo | null;
-  pin(key: string, replica: string, warmTokens: number, now: number): void;
+  /**
+   * `since`: when the session came to this replica, if earlier than now and the key is new here
+   * (a keyless conversation that takes its own key keeps the time it was placed). Default now.
+   */
+  pin(key: string, replica: string, warmTokens: number, now: number, since?: number): void;
   unpin(key: string): boolean;
   countsByReplica(now: number): Map<string, number>;
   /** Keys of the live pins on a replica (a drain moves each of them). */
