@@ -149,7 +149,8 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
 
   const keyring = createKeyring({ keys: config.auth.apiKeys, file: config.auth.apiKeysFile, log, metrics });
   const globalLimit = createLimiter(globalLimitOf(config));
-  const turns = createTurns(config.turns, metrics);
+  // Through a shared store, caller turns are counted once whichever gateways serve their calls.
+  const turns = createTurns(config.turns, metrics, store.turns);
   // Read per request: a reload replaces `config` and `identity` here.
   const pipeline = {
     keyring, globalLimit,

@@ -2,6 +2,7 @@ import type { RequestIdentity } from '../identify/identity.js';
 import type { HopClock } from '../telemetry/hop-clock.js';
 import { nowMs } from '../telemetry/hop-clock.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import type { TurnChannel, TurnOpened } from '../store/types.js';
 
 /**
  * Caller turns: every call of a session whose conversation ends in the same last user message
@@ -78,6 +79,8 @@ interface Turn {
   open: number;
   closing: TurnCloseCause | null;
   done: boolean;
+  /** Another gateway opened the same turn at the same moment and counts it: this one forwards its calls there. */
+  owner: string | null;
 }
 
 interface Session {
@@ -86,9 +89,19 @@ interface Session {
   current: Turn | null;
   lastActivity: number;
   readonly history: TurnSummary[];
+  /** The session's latest turn as another gateway opened it (a shared store), and its calls seen here. */
+  remote: TurnOpened | null;
+  remoteCalls: number;
 }
 
-interface Placed { readonly session: Session; readonly turn: Turn; readonly call: number }
+/** Where a call fell: a turn of this gateway's, or (`foreign`) one another gateway opened and counts. */
+interface Placed { readonly session: Session; readonly turn: Turn | null; readonly call: number; readonly foreign: TurnOpened | null }
+
+/** What tells a call of the same turn: the words, and the link that anchors them. */
+type TurnWords = Pick<Turn, 'utterance' | 'anchor' | 'anchorIndex'>;
+
+const toWall = (mono: number) => (mono > 0 ? performance.timeOrigin + mono : 0);
+const toMono = (wall: number) => (wall > 0 ? wall - performance.timeOrigin : 0);
 
 /** Calls whose times are kept per turn; past it a (runaway) tool loop is still counted. */
 const MAX_CALLS_KEPT = 256;
@@ -110,7 +123,14 @@ function overlapCount(calls: readonly Call[], now: number): number {
   return n;
 }
 
-export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
+/**
+ * `shared`: the turn channel of a shared store. A turn is counted by the gateway that opened it; the
+ * others, told at once, count the calls they serve of it as its calls (sent there when each ends)
+ * and close their own open turn of the session when another gateway opens the next one. Two
+ * gateways that open the same turn in the same moment (before either heard of the other) settle
+ * it as the one with the lesser id counting it.
+ */
+export function createTurns(opts: TurnsOptions, metrics: Metrics, shared?: TurnChannel): Turns {
   let o = opts;
   const placed = new WeakMap<HopClock, Placed>();
   /** Every session followed, least recently active first (a Map keeps insertion order). */
@@ -139,10 +159,12 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
       s.current = null;
       active.delete(s.id);
     }
+    if (t.owner !== null) return; // counted where it was opened first
     let last: Call | null = null;
     let llm = 0;
     for (const c of t.calls) {
-      if (c.firstToken > 0) last = c;
+      // By arrival: another gateway's calls are added as they are reported, not in order.
+      if (c.firstToken > 0 && (last === null || c.received >= last.received)) last = c;
       if (c.sent > 0 && c.ended > c.sent) llm += c.ended - c.sent;
     }
     const wait = last === null ? null : last.firstToken - t.started;
@@ -174,7 +196,7 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
   }
 
   /** Whether this call belongs to the session's open turn. */
-  function sameTurn(t: Turn, identity: RequestIdentity): boolean {
+  function sameTurn(t: TurnWords, identity: RequestIdentity): boolean {
     const u = identity.utterance;
     // No user message of its own (a tool result sent back, a Responses continuation with only
     // function_call_output): it carries on the turn that is open.
@@ -184,6 +206,56 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
     // on: the caller said it twice, the second is the next turn.
     return !(t.anchor !== null && identity.lastUser > t.anchorIndex && identity.chain[t.anchorIndex] === t.anchor);
   }
+
+  function newSession(id: string, now: number): Session {
+    while (sessions.size >= o.maxSessions) {
+      const [oldId, old] = sessions.entries().next().value as [string, Session];
+      if (old.current !== null) finish(old, old.current, 'evicted', now);
+      sessions.delete(oldId);
+      active.delete(oldId);
+    }
+    return { id, next: 0, current: null, lastActivity: now, history: [], remote: null, remoteCalls: 0 };
+  }
+
+  /** Another gateway opened a turn of a session: the next one, or (the same moment) the same one. */
+  function heardOpened(n: TurnOpened) {
+    if (!o.enabled || shared === undefined) return;
+    const now = nowMs();
+    let s = sessions.get(n.session);
+    if (s === undefined) s = newSession(n.session, now);
+    const t = s.current;
+    if (t !== null && !t.done && t.index >= n.index) {
+      if (t.index > n.index || t.utterance !== n.utterance || t.anchor !== n.anchor || n.owner > shared.instance) return;
+      // Both opened this turn; the other counts it. The calls that ended here go there now, the rest as they end.
+      t.owner = n.owner;
+      for (const c of t.calls) if (c.ended > 0) shared.called({ session: s.id, index: t.index, owner: n.owner, received: toWall(c.received), sent: toWall(c.sent), firstToken: toWall(c.firstToken), ended: toWall(c.ended) });
+      s.current = null;
+      active.delete(s.id);
+      if (t.open === 0) t.done = true;
+    } else if (t !== null && !t.done) {
+      t.closing = 'next';
+      if (t.open === 0) finish(s, t, 'next', now);
+      if (s.current === t) { s.current = null; active.delete(s.id); }
+    }
+    s.next = Math.max(s.next, n.index + 1);
+    s.remote = n;
+    s.remoteCalls = 1;
+    touch(s, now);
+  }
+
+  /** A call another gateway served of a turn this one counts. */
+  function heardCall(c: { session: string; index: number; received: number; sent: number; firstToken: number; ended: number }) {
+    if (!o.enabled) return;
+    const s = sessions.get(c.session);
+    const t = s?.current;
+    if (s === undefined || t == null || t.done || t.index !== c.index || t.owner !== null) return;
+    const call: Call = { received: toMono(c.received), sent: toMono(c.sent), firstToken: toMono(c.firstToken), ended: toMono(c.ended) };
+    t.callCount++;
+    if (t.calls.length < MAX_CALLS_KEPT) t.calls.push(call);
+    touch(s, nowMs());
+  }
+  shared?.onOpened(heardOpened);
+  shared?.onCalled(heardCall);
 
   const timer = setInterval(() => sweep(), 250);
   timer.unref();
@@ -211,8 +283,9 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
       if (id === null) return;
       const now = clock.received;
       let s = sessions.get(id);
+      let openedFrom: Session | undefined;
       if (s === undefined) {
-        s = { id, next: 0, current: null, lastActivity: now, history: [] };
+        s = newSession(id, now);
         // A keyless conversation's first call under its own key (its second utterance): it goes on
         // from its opening's session, shared with whoever opened with the same words. Its open
         // turn ends here as it would have at this next utterance, and is counted once.
@@ -226,17 +299,23 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
           }
           s.next = opening.next;
           s.history.push(...opening.history);
-        }
-        while (sessions.size >= o.maxSessions) {
-          const [oldId, old] = sessions.entries().next().value as [string, Session];
-          if (old.current !== null) finish(old, old.current, 'evicted', now);
-          sessions.delete(oldId);
+          openedFrom = opening;
         }
       }
       let t = s.current;
       if (t !== null && (now - s.lastActivity > o.idleMs && t.open === 0)) {
         finish(s, t, 'idle', now);
         t = null;
+      }
+      const r = s.remote;
+      if (r !== null && (t === null || r.index > t.index)) {
+        if (sameTurn(r, identity)) {
+          // A call of the turn another gateway opened: it is counted there.
+          placed.set(clock, { session: s, turn: null, call: s.remoteCalls++, foreign: r });
+          touch(s, now);
+          return;
+        }
+        s.remote = null;
       }
       if (t === null || !sameTurn(t, identity)) {
         if (t !== null) {
@@ -249,21 +328,29 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
         t = {
           index: s.next++, utterance: identity.utterance,
           anchor: anchorIndex >= 0 && anchorIndex < identity.chain.length ? identity.chain[anchorIndex] : null, anchorIndex,
-          started: now, calls: [], callCount: 0, open: 0, closing: null, done: false,
+          started: now, calls: [], callCount: 0, open: 0, closing: null, done: false, owner: null,
         };
         s.current = t;
+        shared?.opened({ session: s.id, index: t.index, utterance: t.utterance, anchor: t.anchor, anchorIndex: t.anchorIndex, owner: shared.instance });
+        // The opening's turn may be another gateway's: told under the opening's id, it closes there.
+        if (openedFrom !== undefined) shared?.opened({ session: openedFrom.id, index: t.index, utterance: t.utterance, anchor: t.anchor, anchorIndex: t.anchorIndex, owner: shared.instance });
       }
       const call = t.callCount++;
       if (t.calls.length < MAX_CALLS_KEPT) t.calls.push({ received: now, sent: 0, firstToken: 0, ended: 0 });
       t.open++;
-      placed.set(clock, { session: s, turn: t, call });
+      placed.set(clock, { session: s, turn: t, call, foreign: null });
       touch(s, now);
     },
     ended(clock, responseId) {
       const p = placed.get(clock);
       if (p === undefined) return null;
       placed.delete(clock);
-      const { session: s, turn: t, call } = p;
+      const { session: s, turn: t, call, foreign } = p;
+      const owner = foreign?.owner ?? t?.owner ?? null;
+      if (owner !== null) {
+        shared?.called({ session: s.id, index: foreign?.index ?? (t as Turn).index, owner, received: toWall(clock.received), sent: toWall(clock.sent), firstToken: toWall(clock.firstToken), ended: toWall(clock.ended || nowMs()) });
+      }
+      if (t === null) return { turn: (foreign as TurnOpened).index, call };
       const c = t.calls[call];
       if (c !== undefined) {
         c.sent = clock.sent;

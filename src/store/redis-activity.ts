@@ -1,4 +1,4 @@
-import type { SessionTurn } from './types.js';
+import type { SessionTurn, TurnCall, TurnChannel, TurnOpened } from './types.js';
 
 export interface ActivityOptions {
   /** Sends one message on the activity channel; rejects when Redis cannot take it. */
@@ -24,6 +24,8 @@ export interface SessionActivity {
   /** A message off the activity channel: other gateways' turns, for the listeners. */
   receive(message: string): void;
   onTurn(listener: (turn: SessionTurn) => void): void;
+  /** Caller turns (record/turns.ts) on the same channel: an opened turn and a served call, each sent at once. */
+  readonly turns: TurnChannel;
   close(): void;
 }
 
@@ -43,6 +45,36 @@ type Wire = [string, string, string | null, number, number, number, string?];
 export function createSessionActivity(o: ActivityOptions): SessionActivity {
   const pending = new Map<string, SessionTurn>();
   const listeners: ((turn: SessionTurn) => void)[] = [];
+  const openedListeners: ((turn: TurnOpened) => void)[] = [];
+  const calledListeners: ((call: TurnCall) => void)[] = [];
+  const send = (m: string) => {
+    if (!closed) o.publish(m).then(() => {}, (e: unknown) => o.failed(e));
+  };
+  const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+  const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : NaN);
+
+  /** `o|<instance>|[session, index, utterance, anchor, anchorIndex]`, `c|<instance>|[session, index, owner, received, sent, firstToken, ended]`. */
+  function receiveTurns(kind: string, from: string, body: string) {
+    let w: unknown;
+    try {
+      w = JSON.parse(body);
+    } catch {
+      return o.malformed();
+    }
+    if (!Array.isArray(w) || typeof w[0] !== 'string' || !Number.isInteger(w[1])) return o.malformed();
+    if (kind === 'o' && w.length === 5) {
+      const turn: TurnOpened = { session: w[0], index: w[1], utterance: str(w[2]), anchor: str(w[3]), anchorIndex: Number.isInteger(w[4]) ? w[4] : -1, owner: from };
+      for (const l of openedListeners) l(turn);
+      return;
+    }
+    if (kind === 'c' && w.length === 7 && w[2] === o.instance) {
+      const call: TurnCall = { session: w[0], index: w[1], owner: w[2], received: num(w[3]), sent: num(w[4]), firstToken: num(w[5]), ended: num(w[6]) };
+      if (Number.isNaN(call.received) || Number.isNaN(call.ended)) return o.malformed();
+      for (const l of calledListeners) l(call);
+      return;
+    }
+    if (kind !== 'c') o.malformed();
+  }
   let timer: NodeJS.Timeout | null = null;
   let closed = false;
 
@@ -68,9 +100,12 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
       else if (timer === null) timer = setTimeout(flush, o.flushMs).unref();
     },
     receive(message) {
-      if (!message.startsWith('t|')) return;
       const bar = message.indexOf('|', 2);
-      if (bar < 0 || message.slice(2, bar) === o.instance) return;
+      if (message[1] !== '|' || bar < 0) return o.malformed();
+      const from = message.slice(2, bar);
+      if (from === o.instance) return;
+      if (message[0] === 'o' || message[0] === 'c') return receiveTurns(message[0], from, message.slice(bar + 1));
+      if (message[0] !== 't') return o.malformed();
       let wire: unknown;
       try {
         wire = JSON.parse(message.slice(bar + 1));
@@ -93,6 +128,13 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
     },
     onTurn(listener) {
       listeners.push(listener);
+    },
+    turns: {
+      instance: o.instance,
+      opened: (t) => send(`o|${o.instance}|${JSON.stringify([t.session, t.index, t.utterance, t.anchor, t.anchorIndex])}`),
+      called: (c) => send(`c|${o.instance}|${JSON.stringify([c.session, c.index, c.owner, c.received, c.sent, c.firstToken, c.ended])}`),
+      onOpened: (l) => { openedListeners.push(l); },
+      onCalled: (l) => { calledListeners.push(l); },
     },
     close() {
       closed = true;

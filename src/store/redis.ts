@@ -387,6 +387,7 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     ...(activity === null ? {} : {
       announce: (turn, at) => activity.announce(turn, at),
       onTurn: (listener) => activity.onTurn(listener),
+      turns: activity.turns,
     }),
     async ready() {
       await Promise.all([whenReady(main), whenReady(sub), subscribed]);

@@ -33,6 +33,41 @@ export interface SessionTurn {
   readonly replaces?: string;
 }
 
+/** A caller turn opened on one gateway (record/turns.ts), told to the others. */
+export interface TurnOpened {
+  /** The turns' session id (`k:<session key>`, `p:<conversation key>`). */
+  readonly session: string;
+  readonly index: number;
+  readonly utterance: string | null;
+  readonly anchor: string | null;
+  readonly anchorIndex: number;
+  /** The gateway that opened it, and counts it. */
+  readonly owner: string;
+}
+
+/** A call another gateway served of a turn this one owns; times in wall ms. */
+export interface TurnCall {
+  readonly session: string;
+  readonly index: number;
+  readonly owner: string;
+  readonly received: number;
+  readonly sent: number;
+  readonly firstToken: number;
+  readonly ended: number;
+}
+
+/** Caller turns shared between gateways: each turn is counted by the gateway that opened it. */
+export interface TurnChannel {
+  /** This gateway's id, as `owner` names it. */
+  readonly instance: string;
+  opened(turn: TurnOpened): void;
+  called(call: TurnCall): void;
+  /** Turns other gateways opened. */
+  onOpened(listener: (turn: TurnOpened) => void): void;
+  /** Calls other gateways served of turns this one owns. */
+  onCalled(listener: (call: TurnCall) => void): void;
+}
+
 export interface Fetched {
   readonly info: SessionInfo | null;
   readonly confirmed: boolean;
@@ -70,6 +105,8 @@ export interface SessionStore {
   announce?(turn: SessionTurn, now: boolean): void;
   /** Turns other gateways announced, as they arrive. */
   onTurn?(listener: (turn: SessionTurn) => void): void;
+  /** Caller turns shared with the other gateways (record/turns.ts); absent for local-only stores. */
+  readonly turns?: TurnChannel;
   /** Resolves once a shared store is connected; absent for local-only stores. */
   ready?(): Promise<void>;
 }
