@@ -86,5 +86,22 @@ describe('one fleet view: every gateway counts every gateway\'s sessions in its 
     const show = (xs: number[]) => `median ${xs.sort((x, y) => x - y)[xs.length >> 1].toFixed(1)} ms, max ${xs[xs.length - 1].toFixed(1)} ms`;
     process.stdout.write(`# fleet view lag, a's turn -> b's working set (10 ms polls): new sessions ${show(fresh)}; later turns ${show(batched)}\n`);
   });
-});
 
+  it('a message on the activity channel that is not one is counted and skipped; the channel goes on', async () => {
+    const sa = make();
+    const sb = make();
+    await Promise.all([sa.ready(), sb.ready()]);
+    const b = createRouter('affinity', { store: sb });
+    b.route({ identity: idOf(1, 'b-capacities'), replicas });
+    const a = createRouter('affinity', { store: sa });
+    const before = await counterSum(metrics.storeEvents, ['event', 'activity_malformed']);
+    const admin = redis.client();
+    for (const m of ['t|x|not json', 't|x|{"a":1}', 't|x|[["k","r0",null,0,"NaN",1]]', 'garbage', 'o|x|[1]']) await admin.publish('fv:activity', m);
+    // Each of the two subscribers (a's and b's) counts each of the five.
+    await waitFor('malformed counted', async () => await counterSum(metrics.storeEvents, ['event', 'activity_malformed']) - before >= 10);
+    const total = () => [...b.stats().workingSetTokensByReplica.values()].reduce((x, y) => x + y, 0);
+    const was = total();
+    turn(a, idOf(2, 'after-garbage'));
+    await waitFor('a turn still heard', () => total() > was);
+  });
+});
