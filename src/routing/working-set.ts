@@ -24,7 +24,7 @@ export interface ReplicaWorkingSet {
 
 export interface WorkingSet {
   /**
-   * A session (session key, or a keyless conversation's placement key) is on `replica` now, with
+   * A session (session key, or a keyless conversation's conversation key) is on `replica` now, with
    * this prompt: counted in that replica's working set until it has been idle for the window.
    * Moving a session takes it off its previous replica. `replaces`: the key it was counted under
    * until now (a keyless conversation that has just taken its own key), no longer counted.
