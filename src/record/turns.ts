@@ -3,6 +3,8 @@ import type { HopClock } from '../telemetry/hop-clock.js';
 import { nowMs } from '../telemetry/hop-clock.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { TurnChannel, TurnOpened } from '../store/types.js';
+import { MAX_CALLS_KEPT, overlapCount, toWall, wall, type Call, type Placed, type Session, type Turn, type TurnWords } from './turn-state.js';
+import { listenToOtherGateways } from './turns-shared.js';
 
 /**
  * Caller turns: every call of a session whose conversation ends in the same last user message
@@ -65,63 +67,6 @@ export interface Turns {
   close(): void;
 }
 
-interface Call { received: number; sent: number; firstToken: number; ended: number }
-
-interface Turn {
-  readonly index: number;
-  readonly utterance: string | null;
-  /** chain[lastUser] of the turn's first call, and that index: a later turn repeating the same words extends it. */
-  readonly anchor: string | null;
-  readonly anchorIndex: number;
-  readonly started: number;
-  readonly calls: Call[];
-  callCount: number;
-  open: number;
-  closing: TurnCloseCause | null;
-  done: boolean;
-  /** Another gateway opened the same turn at the same moment and counts it: this one forwards its calls there. */
-  owner: string | null;
-}
-
-interface Session {
-  readonly id: string;
-  next: number;
-  current: Turn | null;
-  lastActivity: number;
-  readonly history: TurnSummary[];
-  /** The session's latest turn as another gateway opened it (a shared store), and its calls seen here. */
-  remote: TurnOpened | null;
-  remoteCalls: number;
-}
-
-/** Where a call fell: a turn of this gateway's, or (`foreign`) one another gateway opened and counts. */
-interface Placed { readonly session: Session; readonly turn: Turn | null; readonly call: number; readonly foreign: TurnOpened | null }
-
-/** What tells a call of the same turn: the words, and the link that anchors them. */
-type TurnWords = Pick<Turn, 'utterance' | 'anchor' | 'anchorIndex'>;
-
-const toWall = (mono: number) => (mono > 0 ? performance.timeOrigin + mono : 0);
-const toMono = (wall: number) => (wall > 0 ? wall - performance.timeOrigin : 0);
-
-/** Calls whose times are kept per turn; past it a (runaway) tool loop is still counted. */
-const MAX_CALLS_KEPT = 256;
-
-const wall = (mono: number) => new Date(performance.timeOrigin + mono).toISOString();
-
-/** Whether call i's [received, ended] intersects another call's. */
-function overlapCount(calls: readonly Call[], now: number): number {
-  let n = 0;
-  for (let i = 0; i < calls.length; i++) {
-    const a = calls[i];
-    const aEnd = a.ended || now;
-    for (let j = 0; j < calls.length; j++) {
-      if (j === i) continue;
-      const b = calls[j];
-      if (a.received < (b.ended || now) && b.received < aEnd) { n++; break; }
-    }
-  }
-  return n;
-}
 
 /**
  * `shared`: the turn channel of a shared store. A turn is counted by the gateway that opened it; the
@@ -217,45 +162,7 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics, shared?: TurnC
     return { id, next: 0, current: null, lastActivity: now, history: [], remote: null, remoteCalls: 0 };
   }
 
-  /** Another gateway opened a turn of a session: the next one, or (the same moment) the same one. */
-  function heardOpened(n: TurnOpened) {
-    if (!o.enabled || shared === undefined) return;
-    const now = nowMs();
-    let s = sessions.get(n.session);
-    if (s === undefined) s = newSession(n.session, now);
-    const t = s.current;
-    if (t !== null && !t.done && t.index >= n.index) {
-      if (t.index > n.index || t.utterance !== n.utterance || t.anchor !== n.anchor || n.owner > shared.instance) return;
-      // Both opened this turn; the other counts it. The calls that ended here go there now, the rest as they end.
-      t.owner = n.owner;
-      for (const c of t.calls) if (c.ended > 0) shared.called({ session: s.id, index: t.index, owner: n.owner, received: toWall(c.received), sent: toWall(c.sent), firstToken: toWall(c.firstToken), ended: toWall(c.ended) });
-      s.current = null;
-      active.delete(s.id);
-      if (t.open === 0) t.done = true;
-    } else if (t !== null && !t.done) {
-      t.closing = 'next';
-      if (t.open === 0) finish(s, t, 'next', now);
-      if (s.current === t) { s.current = null; active.delete(s.id); }
-    }
-    s.next = Math.max(s.next, n.index + 1);
-    s.remote = n;
-    s.remoteCalls = 1;
-    touch(s, now);
-  }
-
-  /** A call another gateway served of a turn this one counts. */
-  function heardCall(c: { session: string; index: number; received: number; sent: number; firstToken: number; ended: number }) {
-    if (!o.enabled) return;
-    const s = sessions.get(c.session);
-    const t = s?.current;
-    if (s === undefined || t == null || t.done || t.index !== c.index || t.owner !== null) return;
-    const call: Call = { received: toMono(c.received), sent: toMono(c.sent), firstToken: toMono(c.firstToken), ended: toMono(c.ended) };
-    t.callCount++;
-    if (t.calls.length < MAX_CALLS_KEPT) t.calls.push(call);
-    touch(s, nowMs());
-  }
-  shared?.onOpened(heardOpened);
-  shared?.onCalled(heardCall);
+  if (shared !== undefined) listenToOtherGateways({ shared, enabled: () => o.enabled, sessions, active, newSession, finish, touch });
 
   const timer = setInterval(() => sweep(), 250);
   timer.unref();
