@@ -119,7 +119,8 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
 
   const keyring = createKeyring({ keys: config.auth.apiKeys, file: config.auth.apiKeysFile, log, metrics });
   const globalLimit = createLimiter(globalLimitOf(config));
-  const turns = createTurns(config.turns, metrics);
+  // Through a shared store, caller turns are counted once whichever gateways serve their calls.
+  const turns = createTurns(config.turns, metrics, store.turns);
   const traced = tracingSettings(config.tracing, deps.env ?? process.env);
   const tracing = traced === null ? null : createTracing(traced, { log, metrics, exporter: deps.traceExporter });
   if (traced !== null) log.info({ url: traced.url, protocol: traced.protocol, sampler: traced.sampler, samplerArg: traced.samplerArg, serviceName: traced.serviceName }, 'tracing on');

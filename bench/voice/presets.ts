@@ -29,6 +29,13 @@ export const PRESETS: Record<string, Preset> = {
   'pressure-odd': { about: '10 agents (not a multiple of the replicas: the oracle splits agents), 2,100 KV blocks', flags: { ...PRESSURE, groups: '10', 'kv-blocks': '2100' } },
   'pressure-8': { about: '8 replicas, 64 sessions, 16 agents, 2,500 KV blocks each', flags: { ...PRESSURE, replicas: '8', sessions: '64', groups: '16' } },
   shared: { about: 'a shared fleet: 16 voice sessions × 6 turns beside batch jobs (3-6K-token prompts, 100-300-token answers) on 2 replicas; no batch / priority off / priority on', flags: { 'batch-share': '0.5' } },
+  // Few agents whose prompts fit every cache with room (4 × 2-3K tokens of 40K), long sessions:
+  // 12 sessions a replica grow to ~3.6K tokens of their own each by turn 24, past what one cache
+  // holds. What fills the caches is the sessions' histories, not the agents' prompts.
+  'long-sessions': {
+    about: 'few agents, long sessions: 4 agents of 2-3K-token prompts, 48 sessions × 24 turns, 4 replicas of 2,500 KV blocks (the histories fill the caches)',
+    flags: { ...PRESSURE, groups: '4', 'system-tokens': '2000-3000', turns: '24', strategies: ['affinity', 'oracle'].join(',') },
+  },
   ramp: {
     about: 'tenants × users: 10 agents, 64 sessions × 8 turns starting at a rising rate over 60 s, 4 replicas of 2,500 blocks',
     flags: { ...PRESSURE, groups: '10', sessions: '64', turns: '8', 'start-spread-ms': '60000', 'start-ramp': true },

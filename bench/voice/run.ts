@@ -42,10 +42,13 @@ export interface TurnRecord {
   idealCachedTokens: number | null;
 }
 
-/** The key the gateway's admin view knows a session by: its key, or (keyless) its placement key. */
+/**
+ * The key the gateway's admin view knows a session by: its key, or (keyless) its conversation key,
+ * which is its placement key until its second utterance (the latest one holds every turn).
+ */
 function adminKeyOf(headers: Record<string, string>, body: Record<string, unknown>): string | null {
   const id = identify('chat', body, headers, DEFAULT_IDENTITY_OPTIONS);
-  return id.sessionKey ?? id.placementKey;
+  return id.sessionKey ?? id.conversationKey;
 }
 
 export interface RunProgress {
@@ -147,7 +150,7 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
       const req = pc ?? dialogue.next(user);
       o.adjust?.(plan, req);
       const messages = pc?.messages ?? dialogue.messages.slice();
-      adminKey ??= adminKeyOf(req.headers, req.body);
+      adminKey = adminKeyOf(req.headers, req.body) ?? adminKey;
       inflight++;
       const url = o.urls && !o.direct?.[si] ? o.urls[Math.floor((o.random ?? Math.random)() * o.urls.length)] : dest[si].url;
       const x = await streamExchange(url, req.path, req.headers, req.body, agent, o.requestTimeoutMs, 'read' in req ? req.read : readChatEvent);

@@ -84,7 +84,8 @@ export async function attachGatewayTurns(adminUrl: string, turns: ClientTurn[], 
     list.sort((a, b) => a.turn - b.turn);
     let view: AdminTurns | null = null;
     for (;;) {
-      const res = await fetch(`${adminUrl}/admin/sessions/${encodeURIComponent(list[0].adminKey as string)}`);
+      // The session's latest key: a keyless conversation's turns go on under its conversation key.
+      const res = await fetch(`${adminUrl}/admin/sessions/${encodeURIComponent(list[list.length - 1].adminKey as string)}`);
       view = res.ok ? (await res.json()) as AdminTurns : null;
       if (view?.turns?.open === null || performance.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 200));

@@ -22,6 +22,7 @@ export interface Chain {
   readonly chainTokens: number[];
   readonly promptTokens: number;
   readonly placementKey: string | null;
+  readonly conversationKey: string | null;
   readonly sharedTokens: number;
   /** Index of the last user message (chat, Responses API items), -1 when none. */
   readonly lastUser: number;
@@ -44,7 +45,7 @@ const KIND_IDS = 0x49; // I
 const KIND_RESPONSES = 0x52; // R
 
 /** A request with nothing to chain (no messages, no prompt, or routed by something else). */
-export const NO_CHAIN: Chain = { seed: '', firstUser: -1, chain: [], chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0, lastUser: -1, utterance: null };
+export const NO_CHAIN: Chain = { seed: '', firstUser: -1, chain: [], chainTokens: [], promptTokens: 0, placementKey: null, conversationKey: null, sharedTokens: 0, lastUser: -1, utterance: null };
 
 /** Model and cache_salt: they change the seed but are not prompt text, so they add no tokens. */
 function writeSeedHead(kind: number, body: Record<string, unknown>): number {
@@ -60,7 +61,10 @@ function writeSeedHead(kind: number, body: Record<string, unknown>): number {
  * link per item, each the hash of what `writeItem` renders of it chained on the link before, so
  * turn n's chain starts with turn n−1's whole chain. `writeItem` says whether the item is a user
  * turn. The placement key is the link of the first user turn: system prompt + first user turn,
- * stable for the whole conversation and distinct across conversations.
+ * stable for the whole conversation. It is shared by every caller who opens with the same words;
+ * the conversation key tells them apart from their second user turn on (the link that ends it:
+ * the first answer and the caller's next words), and is the placement key before that, when the
+ * two conversations are the same bytes.
  */
 function linkChain(items: readonly unknown[], headBytes: number, opts: ChainOptions, writeItem: (item: unknown) => boolean): Chain {
   const bpt = opts.bytesPerToken;
@@ -72,11 +76,13 @@ function linkChain(items: readonly unknown[], headBytes: number, opts: ChainOpti
   const chainTokens = new Array<number>(n);
   let tokens = seedTokens;
   let firstUser = -1;
+  let secondUser = -1;
   let lastUser = -1;
   for (let i = 0; i < n; i++) {
     resetWriter();
     if (writeItem(items[i])) {
       if (firstUser < 0) firstUser = i;
+      else if (secondUser < 0) secondUser = i;
       lastUser = i;
     }
     prev = digest(prev);
@@ -94,7 +100,7 @@ function linkChain(items: readonly unknown[], headBytes: number, opts: ChainOpti
     utterance = digest(0n).toString(16);
   }
   resetWriter();
-  return { seed: seed.toString(16), firstUser, chain, chainTokens, promptTokens: tokens, placementKey: chain[placementAt], sharedTokens, lastUser, utterance };
+  return { seed: seed.toString(16), firstUser, chain, chainTokens, promptTokens: tokens, placementKey: chain[placementAt], conversationKey: chain[secondUser < 0 ? placementAt : secondUser], sharedTokens, lastUser, utterance };
 }
 
 const asRecord = (v: unknown): Record<string, unknown> | null => (v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Record<string, unknown> : null);
@@ -211,5 +217,5 @@ export function completionChain(body: Record<string, unknown>, opts: ChainOption
   const chainTokens = new Array<number>(n);
   for (let i = 0; i < n; i++) chainTokens[i] = Math.ceil(Math.min((i + 1) * block, byteLength) / perToken);
   const placementAt = Math.min(n, Math.max(1, opts.placementBlocks)) - 1;
-  return { seed: seed.toString(16), firstUser: 0, chain, chainTokens, promptTokens: chainTokens[n - 1], placementKey: chain[placementAt], sharedTokens: 0, lastUser: -1, utterance: null };
+  return { seed: seed.toString(16), firstUser: 0, chain, chainTokens, promptTokens: chainTokens[n - 1], placementKey: chain[placementAt], conversationKey: chain[placementAt], sharedTokens: 0, lastUser: -1, utterance: null };
 }

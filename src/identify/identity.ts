@@ -25,6 +25,12 @@ export interface RequestIdentity {
   /** Stable key for a fresh placement when there is no session key (e.g. hash of the first user turn). */
   readonly placementKey: string | null;
   /**
+   * A keyless conversation's own key: the placement key until its second user message, then the
+   * chain link that ends it (callers who open with the same words part there). What its record,
+   * its turns and its cooldown are kept under; null when the placement key is.
+   */
+  readonly conversationKey: string | null;
+  /**
    * Estimated tokens before the first user message (seed + system/developer messages): a prefix
    * match no longer than this is the shared system prompt, not this conversation. 0 when unknown.
    */
@@ -234,6 +240,7 @@ export function identify(kind: RequestKind, body: Body, headers: IncomingHttpHea
     chainTokens: ch.chainTokens,
     promptTokens: ch.promptTokens,
     placementKey: ch.placementKey,
+    conversationKey: ch.conversationKey,
     sharedTokens: ch.sharedTokens,
     lastUser: ch.lastUser,
     utterance: ch.utterance,

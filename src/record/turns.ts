@@ -2,6 +2,9 @@ import type { RequestIdentity } from '../identify/identity.js';
 import type { HopClock } from '../telemetry/hop-clock.js';
 import { nowMs } from '../telemetry/hop-clock.js';
 import type { Metrics } from '../telemetry/metrics.js';
+import type { TurnChannel, TurnOpened } from '../store/types.js';
+import { MAX_CALLS_KEPT, overlapCount, toWall, wall, type Call, type Placed, type Session, type Turn, type TurnWords } from './turn-state.js';
+import { listenToOtherGateways } from './turns-shared.js';
 
 /**
  * Caller turns: every call of a session whose conversation ends in the same last user message
@@ -64,53 +67,15 @@ export interface Turns {
   close(): void;
 }
 
-interface Call { received: number; sent: number; firstToken: number; ended: number }
 
-interface Turn {
-  readonly index: number;
-  readonly utterance: string | null;
-  /** chain[lastUser] of the turn's first call, and that index: a later turn repeating the same words extends it. */
-  readonly anchor: string | null;
-  readonly anchorIndex: number;
-  readonly started: number;
-  readonly calls: Call[];
-  callCount: number;
-  open: number;
-  closing: TurnCloseCause | null;
-  done: boolean;
-}
-
-interface Session {
-  readonly id: string;
-  next: number;
-  current: Turn | null;
-  lastActivity: number;
-  readonly history: TurnSummary[];
-}
-
-interface Placed { readonly session: Session; readonly turn: Turn; readonly call: number }
-
-/** Calls whose times are kept per turn; past it a (runaway) tool loop is still counted. */
-const MAX_CALLS_KEPT = 256;
-
-const wall = (mono: number) => new Date(performance.timeOrigin + mono).toISOString();
-
-/** Whether call i's [received, ended] intersects another call's. */
-function overlapCount(calls: readonly Call[], now: number): number {
-  let n = 0;
-  for (let i = 0; i < calls.length; i++) {
-    const a = calls[i];
-    const aEnd = a.ended || now;
-    for (let j = 0; j < calls.length; j++) {
-      if (j === i) continue;
-      const b = calls[j];
-      if (a.received < (b.ended || now) && b.received < aEnd) { n++; break; }
-    }
-  }
-  return n;
-}
-
-export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
+/**
+ * `shared`: the turn channel of a shared store. A turn is counted by the gateway that opened it; the
+ * others, told at once, count the calls they serve of it as its calls (sent there when each ends)
+ * and close their own open turn of the session when another gateway opens the next one. Two
+ * gateways that open the same turn in the same moment (before either heard of the other) settle
+ * it as the one with the lesser id counting it.
+ */
+export function createTurns(opts: TurnsOptions, metrics: Metrics, shared?: TurnChannel): Turns {
   let o = opts;
   const placed = new WeakMap<HopClock, Placed>();
   /** Every session followed, least recently active first (a Map keeps insertion order). */
@@ -139,10 +104,12 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
       s.current = null;
       active.delete(s.id);
     }
+    if (t.owner !== null) return; // counted where it was opened first
     let last: Call | null = null;
     let llm = 0;
     for (const c of t.calls) {
-      if (c.firstToken > 0) last = c;
+      // By arrival: another gateway's calls are added as they are reported, not in order.
+      if (c.firstToken > 0 && (last === null || c.received >= last.received)) last = c;
       if (c.sent > 0 && c.ended > c.sent) llm += c.ended - c.sent;
     }
     const wait = last === null ? null : last.firstToken - t.started;
@@ -167,12 +134,14 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
       const prev = responses.get(identity.storedResponseId);
       if (prev !== undefined) return prev;
     }
-    if (identity.placementKey !== null && identity.kind !== 'completion') return `p:${identity.placementKey}`;
+    // Keyless: the conversation key, so that callers who open with the same words are two sessions
+    // from their second utterance on (before it they are the same bytes).
+    if (identity.conversationKey !== null && identity.kind !== 'completion') return `p:${identity.conversationKey}`;
     return null;
   }
 
   /** Whether this call belongs to the session's open turn. */
-  function sameTurn(t: Turn, identity: RequestIdentity): boolean {
+  function sameTurn(t: TurnWords, identity: RequestIdentity): boolean {
     const u = identity.utterance;
     // No user message of its own (a tool result sent back, a Responses continuation with only
     // function_call_output): it carries on the turn that is open.
@@ -182,6 +151,18 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
     // on: the caller said it twice, the second is the next turn.
     return !(t.anchor !== null && identity.lastUser > t.anchorIndex && identity.chain[t.anchorIndex] === t.anchor);
   }
+
+  function newSession(id: string, now: number): Session {
+    while (sessions.size >= o.maxSessions) {
+      const [oldId, old] = sessions.entries().next().value as [string, Session];
+      if (old.current !== null) finish(old, old.current, 'evicted', now);
+      sessions.delete(oldId);
+      active.delete(oldId);
+    }
+    return { id, next: 0, current: null, lastActivity: now, history: [], remote: null, remoteCalls: 0 };
+  }
+
+  if (shared !== undefined) listenToOtherGateways({ shared, enabled: () => o.enabled, sessions, active, newSession, finish, touch });
 
   const timer = setInterval(() => sweep(), 250);
   timer.unref();
@@ -209,18 +190,39 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
       if (id === null) return;
       const now = clock.received;
       let s = sessions.get(id);
+      let openedFrom: Session | undefined;
       if (s === undefined) {
-        s = { id, next: 0, current: null, lastActivity: now, history: [] };
-        while (sessions.size >= o.maxSessions) {
-          const [oldId, old] = sessions.entries().next().value as [string, Session];
-          if (old.current !== null) finish(old, old.current, 'evicted', now);
-          sessions.delete(oldId);
+        s = newSession(id, now);
+        // A keyless conversation's first call under its own key (its second utterance): it goes on
+        // from its opening's session, shared with whoever opened with the same words. Its open
+        // turn ends here as it would have at this next utterance, and is counted once.
+        const opening = identity.sessionKey === null && identity.placementKey !== identity.conversationKey ? sessions.get(`p:${identity.placementKey}`) : undefined;
+        if (opening !== undefined) {
+          const t = opening.current;
+          if (t !== null && !t.done) {
+            t.closing = 'next';
+            if (t.open === 0) finish(opening, t, 'next', now);
+            if (opening.current === t) { opening.current = null; active.delete(opening.id); }
+          }
+          s.next = opening.next;
+          s.history.push(...opening.history);
+          openedFrom = opening;
         }
       }
       let t = s.current;
       if (t !== null && (now - s.lastActivity > o.idleMs && t.open === 0)) {
         finish(s, t, 'idle', now);
         t = null;
+      }
+      const r = s.remote;
+      if (r !== null && (t === null || r.index > t.index)) {
+        if (sameTurn(r, identity)) {
+          // A call of the turn another gateway opened: it is counted there.
+          placed.set(clock, { session: s, turn: null, call: s.remoteCalls++, foreign: r });
+          touch(s, now);
+          return;
+        }
+        s.remote = null;
       }
       if (t === null || !sameTurn(t, identity)) {
         if (t !== null) {
@@ -233,21 +235,29 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics): Turns {
         t = {
           index: s.next++, utterance: identity.utterance,
           anchor: anchorIndex >= 0 && anchorIndex < identity.chain.length ? identity.chain[anchorIndex] : null, anchorIndex,
-          started: now, calls: [], callCount: 0, open: 0, closing: null, done: false,
+          started: now, calls: [], callCount: 0, open: 0, closing: null, done: false, owner: null,
         };
         s.current = t;
+        shared?.opened({ session: s.id, index: t.index, utterance: t.utterance, anchor: t.anchor, anchorIndex: t.anchorIndex, owner: shared.instance });
+        // The opening's turn may be another gateway's: told under the opening's id, it closes there.
+        if (openedFrom !== undefined) shared?.opened({ session: openedFrom.id, index: t.index, utterance: t.utterance, anchor: t.anchor, anchorIndex: t.anchorIndex, owner: shared.instance });
       }
       const call = t.callCount++;
       if (t.calls.length < MAX_CALLS_KEPT) t.calls.push({ received: now, sent: 0, firstToken: 0, ended: 0 });
       t.open++;
-      placed.set(clock, { session: s, turn: t, call });
+      placed.set(clock, { session: s, turn: t, call, foreign: null });
       touch(s, now);
     },
     ended(clock, responseId) {
       const p = placed.get(clock);
       if (p === undefined) return null;
       placed.delete(clock);
-      const { session: s, turn: t, call } = p;
+      const { session: s, turn: t, call, foreign } = p;
+      const owner = foreign?.owner ?? t?.owner ?? null;
+      if (owner !== null) {
+        shared?.called({ session: s.id, index: foreign?.index ?? (t as Turn).index, owner, received: toWall(clock.received), sent: toWall(clock.sent), firstToken: toWall(clock.firstToken), ended: toWall(clock.ended || nowMs()) });
+      }
+      if (t === null) return { turn: (foreign as TurnOpened).index, call };
       const c = t.calls[call];
       if (c !== undefined) {
         c.sent = clock.sent;

@@ -3,20 +3,22 @@ import { ConfigSchema, ResponsesSchema, STRATEGY_NAMES, type LostStateAction, ty
 import { errors } from '../errors.js';
 import type { RequestIdentity } from '../identify/identity.js';
 import { createMemorySessionStore } from '../store/memory.js';
-import { CONVERSATION_KEY, type SessionStore } from '../store/types.js';
+import type { SessionStore } from '../store/types.js';
 import { createBrokenSessions } from './broken-sessions.js';
+import { buildContext } from './context.js';
 import { createCostModel } from './cost-model.js';
 import { createDriftWatch } from './drift.js';
-import { runningOf } from './load.js';
 import { resolveRoutingOptions, type RoutingOptionsInput } from './options.js';
 import { decide } from './pipeline.js';
 import { createKvResidency } from './kv-residency.js';
+import { createLearner } from './learner.js';
 import { createPrefixIndex } from './prefix-index.js';
+import { createPressureWatch } from './pressure.js';
 import { compose } from './strategies.js';
 import { createStoredResponses } from './stored-responses.js';
 import { createTraffic } from './traffic.js';
 import type { Decision, HomeSet, ResidencyObserver, RouteContext, Router, StateLostReason } from './types.js';
-import { agentOf, createWorkingSet } from './working-set.js';
+import { createWorkingSet } from './working-set.js';
 import { underPressure } from './placement.js';
 
 export const STRATEGIES = STRATEGY_NAMES;
@@ -44,16 +46,6 @@ export interface RouterDeps {
   readonly kvMaxBlocks?: number;
 }
 
-/**
- * A replica served fewer cached tokens than predicted by more than this share (or 4 blocks, the
- * estimate's own error on a short prompt): it evicted.
- */
-const EVICTION_SLACK = 0.1;
-const EVICTION_SLACK_TOKENS = 64;
-// A response can end before the KV events of its prefill arrive (a 1-token answer): the mapping
-// to engine blocks is learnt a little later.
-const LEARN_DELAY_MS = 100;
-
 const RESPONSES_DEFAULTS = defaultsOf(ResponsesSchema);
 // The schema's own default (config/schema.ts is its one source), for a router built without a config.
 const KV_EVENTS_DEFAULTS = defaultsOf(ConfigSchema.properties.kvEvents);
@@ -67,21 +59,15 @@ const MAX_REMEMBERED = 100_000;
 // Message hashes the drift watch keeps over all its sessions (tens of MB at most).
 const MAX_DRIFT_LINKS = 1_000_000;
 
-/** What route() saw of each candidate, kept until served() feeds the cost model. */
-interface Seen {
-  readonly matched: number;
-  readonly waiting: number;
-  readonly running: number;
-}
-
-const NOTHING_WARM: ReadonlyMap<string, number> = new Map();
-
 /**
  * A strategy's composition (strategies.ts) run over what the router knows: session pins and
  * keyless conversations' records (the store), which replica holds which prefix (prefix index),
- * each replica's learned costs, recent traffic, and sessions whose last response broke off.
- * route() looks these up once into a RouteContext for the filters, scorers and picker; served()
- * is where they are learned.
+ * each replica's learned costs, recent traffic, the working sets, and sessions whose last
+ * response broke off. Three rooms: route() builds the decision's context once (context.ts, with
+ * the pressure question of pressure.ts), decides (pipeline.ts: filters, scorers, picker), and
+ * hands the decision to the learner (learner.ts), which owns every update after it and after the
+ * answer (served()). This file composes them and answers the fleet's questions (warmup's home
+ * set, a replica lost or restarted, KV event streams).
  */
 export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const now = deps.now ?? Date.now;
@@ -97,17 +83,15 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const capacities = new Map<string, number>();
   // The agents a replica served when its cache was lost (restart, outage): its home set to warm.
   const lostHomes = new Map<string, string[]>();
-  const pressure = { at: -Infinity };
-  let composition = compose(strategy, { options: o, cost, traffic, random, workingSet, pressure });
+  const pressure = createPressureWatch({ workingSet, tokenScale: () => cost.tokenScale(), options: () => o });
+  let composition = compose(strategy, { options: o, cost, traffic, random, workingSet });
   const drift = createDriftWatch(MAX_REMEMBERED, MAX_DRIFT_LINKS);
-  const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
   const stored = createStoredResponses(deps.responses?.store ?? createMemorySessionStore({ maxSessions: RESPONSES_DEFAULTS.maxRecords, ttlMs: RESPONSES_DEFAULTS.recordTtlMs }));
   const onLostState = deps.responses?.onLostState ?? RESPONSES_DEFAULTS.onLostState;
   const fetchMs = deps.responses?.fetchMs ?? RESPONSES_DEFAULTS.fetchMs;
   // Requests whose prefetch found the shared store silent: their miss is not a known one.
   const unconfirmed = new WeakSet<RequestIdentity>();
   const observe = deps.residency;
-  const routedAt = new WeakMap<RequestIdentity, number>();
   // Which streams are live is the residency's to say (kv-residency.ts); the index marks the links
   // matched there exact, one by one.
   const residency = createKvResidency({
@@ -123,28 +107,8 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     },
   });
 
-  /** Cached-token feedback: what the index predicted there against what the replica served. */
-  function feedback(identity: RequestIdentity, replica: string, matched: number, cachedTokens: number, t: number): void {
-    const scale = cost.tokenScale();
-    const predicted = Math.min(matched, identity.promptTokens) * scale;
-    observe?.cachedTokens(replica, Math.round(predicted), cachedTokens);
-    // Links matched to engine blocks are the events' to forget; the index leaves them out here.
-    if (cachedTokens + Math.max(EVICTION_SLACK_TOKENS, EVICTION_SLACK * predicted) < predicted) {
-      const age = index.evicted(replica, identity.chain, identity.chainTokens, cachedTokens / scale, t);
-      if (age !== null) observe?.evicted(replica, 'feedback', 1);
-    } else if (cachedTokens > 0) {
-      index.kept(replica, identity.chain, identity.chainTokens, cachedTokens / scale, t);
-    }
-  }
-
-  function learnBlocks(identity: RequestIdentity, replica: string, promptTokens: number): void {
-    const sentAt = routedAt.get(identity);
-    if (sentAt === undefined) return;
-    setTimeout(() => {
-      if (!residency.live(replica)) return;
-      observe?.learned(replica, residency.learn(replica, identity.chain, identity.chainTokens, promptTokens, sentAt).reason);
-    }, LEARN_DELAY_MS).unref();
-  }
+  const learner = createLearner({ store, index, cost, traffic, broken, workingSet, residency, stored, stateful: () => composition.stateful, observe, now });
+  const contextDeps = { store, index, broken, pressure, options: () => o, capacities };
 
   /**
    * A request that needs a stored response: to the replica holding it, whatever its load, as
@@ -163,35 +127,6 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       throw errors.responseStateLost([at.replica, GONE[lost]], ctx.identity.kind === 'responses' ? 'previous_response_id' : null, undefined, ['x-should-retry', 'false']);
     }
     return { ...decide(ctx, composition), reason: 'failover' };
-  }
-
-  function context(identity: RequestIdentity, replicas: RouteContext['replicas'], t: number): RouteContext {
-    const pin = identity.sessionKey === null ? null : store.get(identity.sessionKey, t);
-    if (!composition.learns) return { identity, replicas, now: t, pin, warm: NOTHING_WARM, avoid: null };
-    // Capacity is in the replica's tokens, the index counts estimated ones: close enough for a
-    // bound whose job is to forget the oldest links once a replica has surely evicted them.
-    for (const r of replicas) {
-      index.setCapacity(r.name, r.kvCapacityTokens);
-      if (r.kvCapacityTokens !== null && r.kvCapacityTokens > 0) capacities.set(r.name, r.kvCapacityTokens);
-    }
-    const warm = identity.chain.length > 0 ? index.match(identity.chain, identity.chainTokens, t) : new Map<string, number>();
-    // A pin may come from another gateway through a shared store, unknown to this index: its
-    // recorded warm prefix counts while the replica would still hold it.
-    if (pin !== null && t - pin.lastSeen <= o.prefixTtlMs) {
-      const w = Math.min(pin.warmTokens, identity.promptTokens);
-      if (w > (warm.get(pin.replica) ?? 0)) warm.set(pin.replica, w);
-    }
-    const conversation = identity.sessionKey === null && identity.placementKey !== null ? store.get(CONVERSATION_KEY + identity.placementKey, t) : null;
-    // Its warm prefix there counts too, as a pin's does. The pin is only rewritten when the
-    // conversation moves, so its recorded prefix is that of the turn that placed it; the replica
-    // that served the last turn holds that turn's prompt: all but the answer and the new message.
-    if (conversation !== null && t - conversation.lastSeen <= o.prefixTtlMs) {
-      const ct = identity.chainTokens;
-      const previous = ct.length >= 3 ? ct[ct.length - 3] : 0;
-      const w = Math.min(Math.max(conversation.warmTokens, previous), identity.promptTokens);
-      if (w > (warm.get(conversation.replica) ?? 0)) warm.set(conversation.replica, w);
-    }
-    return { identity, replicas, now: t, pin, warm, avoid: broken.avoid(identity.sessionKey ?? identity.placementKey, t), conversation };
   }
 
   function forgetReplica(replica: string) {
@@ -216,7 +151,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     for (const tokens of workingSet.agents(t).values()) agentTokens += tokens;
     const scale = cost.tokenScale();
     const caps = [...capacities.values()];
-    const pressured = composition.learns && (t - pressure.at <= o.workingSetWindowMs || (caps.length > 0
+    const pressured = composition.learns && (pressure.recent(t) || (caps.length > 0
       && underPressure(agentTokens * scale, workingSet.meanOwnTokens(t) * workingSet.activeSessions(t) * scale, caps, o.capacityFill)));
     const own = [...workingSet.of(replica, t).agents.keys()];
     if (own.length > 0) return { pressured, agents: own };
@@ -248,60 +183,20 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     },
 
     route(req) {
-      const ctx = context(req.identity, req.replicas, now());
+      const ctx = buildContext(contextDeps, req.identity, req.replicas, now(), composition.learns);
       const id = req.identity.storedResponseId;
       const decided = composition.stateful && id !== null ? decideStateful(ctx, id) : decide(ctx, composition);
-      const key = req.identity.sessionKey ?? req.identity.placementKey;
+      const key = req.identity.sessionKey ?? req.identity.conversationKey;
       const drifted = key === null ? null : drift.observe(key, req.identity, ctx.now);
       const d = drifted === null ? decided : { ...decided, drift: drifted };
-      // A fresh placement counts in its replica's working set at once: sessions starting together
-      // must see each other before any of them is served.
-      if (composition.learns && key !== null && (d.reason === 'placed' || d.reason === 'capacity' || (d.reason === 'spill' && req.identity.sessionKey === null && ctx.pin === null))) {
-        workingSet.touch(key, d.ranked[0].name, agentOf(req.identity), req.identity.promptTokens, ctx.now);
-      }
-      if (composition.learns) {
-        const notes = new Map<string, Seen>();
-        for (const r of d.ranked) notes.set(r.name, { matched: ctx.warm.get(r.name) ?? 0, waiting: r.waiting, running: runningOf(r) });
-        seen.set(req.identity, notes);
-        routedAt.set(req.identity, ctx.now);
-      }
+      if (composition.learns) learner.routed(ctx, d);
       return d;
     },
 
     // `identity` must be the object route() was given: what route() saw of each replica (warm
     // tokens, queue) is looked up by it for the cost model.
     served(identity, outcome) {
-      if (!composition.learns) return;
-      const t = now();
-      const key = identity.sessionKey ?? identity.placementKey;
-      if (outcome.result === 'interrupted') {
-        broken.broke(key, outcome.replica, t);
-        return;
-      }
-      if (outcome.result !== 'ok') return;
-      if (composition.stateful && identity.storesResponse && outcome.responseId) {
-        stored.served(outcome.responseId, outcome.replica, outcome.promptTokens ?? identity.promptTokens, t);
-      }
-      broken.healed(key);
-      const s = seen.get(identity)?.get(outcome.replica);
-      if (outcome.cachedTokens !== null && s !== undefined) feedback(identity, outcome.replica, s.matched, outcome.cachedTokens, t);
-      // In the gateway's estimated tokens, like the agent's prompt: placement scales both to the replica's.
-      if (key !== null) workingSet.touch(key, outcome.replica, agentOf(identity), identity.promptTokens, t);
-      index.record(identity.chain, identity.chainTokens, outcome.replica, t);
-      if (outcome.promptTokens !== null && residency.live(outcome.replica)) learnBlocks(identity, outcome.replica, outcome.promptTokens);
-      traffic.served(outcome.replica, t);
-      if (identity.sessionKey !== null) store.pin(identity.sessionKey, outcome.replica, identity.promptTokens, t);
-      else if (identity.placementKey !== null) {
-        // Shared (through a shared store) so that another gateway serving the next turn finds it.
-        store.pin(CONVERSATION_KEY + identity.placementKey, outcome.replica, identity.promptTokens, t);
-      }
-      if (outcome.promptTokens !== null) cost.observeTokens(identity.promptTokens, outcome.promptTokens);
-      if (outcome.replicaTtftMs === null) return;
-      const exact = outcome.promptTokens !== null && outcome.cachedTokens !== null;
-      const uncached = exact
-        ? (outcome.promptTokens as number) - (outcome.cachedTokens as number)
-        : identity.promptTokens - (s?.matched ?? 0);
-      cost.observe(outcome.replica, uncached, exact, s?.waiting ?? 0, s?.running ?? 0, outcome.replicaTtftMs);
+      if (composition.learns) learner.served(identity, outcome);
     },
 
     session(key) {
@@ -318,7 +213,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       // What was learned stays; the prefix index's bounds and the cost model's prior are fixed at start.
       o = resolveRoutingOptions(input);
       workingSet.setWindow(o.workingSetWindowMs);
-      composition = compose(strategy, { options: o, cost, traffic, random, workingSet, pressure });
+      composition = compose(strategy, { options: o, cost, traffic, random, workingSet });
     },
     pinsByReplica: () => store.countsByReplica(now()),
     forgetReplica,

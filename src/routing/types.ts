@@ -71,6 +71,11 @@ export interface RouteContext extends RouteRequest {
    * not seen the conversation's earlier turns (they went through another gateway).
    */
   readonly conversation?: SessionInfo | null;
+  /**
+   * Whether the candidates' KV caches are under pressure (routing/pressure.ts): judged once per
+   * decision by the router's pressure watch, for a fresh placement. Absent: never.
+   */
+  readonly pressured?: (candidates: readonly ReplicaView[]) => boolean;
 }
 
 /** Narrows the candidate set; never reorders. */

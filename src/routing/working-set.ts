@@ -24,11 +24,17 @@ export interface ReplicaWorkingSet {
 
 export interface WorkingSet {
   /**
-   * A session (session key, or a keyless conversation's placement key) is on `replica` now, with
+   * A session (session key, or a keyless conversation's conversation key) is on `replica` now, with
    * this prompt: counted in that replica's working set until it has been idle for the window.
-   * Moving a session takes it off its previous replica.
+   * Moving a session takes it off its previous replica. `replaces`: the key it was counted under
+   * until now (a keyless conversation that has just taken its own key), no longer counted.
    */
-  touch(key: string, replica: string, agent: { key: string; tokens: number } | null, promptTokens: number, now: number): void;
+  touch(key: string, replica: string, agent: { key: string; tokens: number } | null, promptTokens: number, now: number, replaces?: string): void;
+  /**
+   * Another gateway's turn of a session (through the shared store), made at `at`: a touch, unless
+   * this gateway already knows of a later turn of that session.
+   */
+  heard(key: string, replica: string, agent: { key: string; tokens: number } | null, promptTokens: number, at: number, replaces?: string): void;
   of(replica: string, now: number): ReplicaWorkingSet;
   /** Replicas with an active session of this agent. */
   homesOf(agent: string, now: number): readonly string[];
@@ -120,25 +126,37 @@ export function createWorkingSet(opts: { windowMs: number; maxSessions: number }
     }
   }
 
+  function touch(key: string, replica: string, agent: { key: string; tokens: number } | null, promptTokens: number, now: number, replaces?: string) {
+    sweep(now);
+    const before = replaces === undefined || replaces === key ? undefined : active.get(replaces);
+    if (before !== undefined) {
+      drop(before);
+      active.delete(replaces as string);
+    }
+    const had = active.get(key);
+    if (had !== undefined) {
+      drop(had);
+      active.delete(key);
+    }
+    const a: Active = {
+      replica, agent: agent?.key ?? null, agentTokens: agent?.tokens ?? 0,
+      own: Math.max(0, promptTokens - (agent?.tokens ?? 0)), lastSeen: now,
+    };
+    add(a);
+    active.set(key, a);
+    if (active.size > opts.maxSessions) {
+      const [oldest, o] = active.entries().next().value as [string, Active];
+      drop(o);
+      active.delete(oldest);
+    }
+  }
+
   return {
-    touch(key, replica, agent, promptTokens, now) {
-      sweep(now);
+    touch,
+    heard(key, replica, agent, promptTokens, at, replaces) {
       const had = active.get(key);
-      if (had !== undefined) {
-        drop(had);
-        active.delete(key);
-      }
-      const a: Active = {
-        replica, agent: agent?.key ?? null, agentTokens: agent?.tokens ?? 0,
-        own: Math.max(0, promptTokens - (agent?.tokens ?? 0)), lastSeen: now,
-      };
-      add(a);
-      active.set(key, a);
-      if (active.size > opts.maxSessions) {
-        const [oldest, o] = active.entries().next().value as [string, Active];
-        drop(o);
-        active.delete(oldest);
-      }
+      if (had !== undefined && had.lastSeen > at) return;
+      touch(key, replica, agent, promptTokens, at, replaces);
     },
     of(replica, now) {
       sweep(now);

@@ -28,10 +28,10 @@ export function createMemorySessionStore(opts: MemoryStoreOptions): MemorySessio
       }
       return s;
     },
-    pin(key, replica, warmTokens, now) {
+    pin(key, replica, warmTokens, now, since0) {
       const prev = pins.get(key);
       pins.delete(key);
-      const since = prev && prev.replica === replica ? prev.since : now;
+      const since = prev && prev.replica === replica ? prev.since : prev === undefined && since0 !== undefined ? Math.min(since0, now) : now;
       pins.set(key, { key, replica, since, lastSeen: now, warmTokens });
       if (pins.size > opts.maxSessions) {
         const oldest = pins.keys().next().value;

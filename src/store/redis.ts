@@ -3,6 +3,7 @@ import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.js';
 import { createMemorySessionStore } from './memory.js';
+import { createSessionActivity } from './redis-activity.js';
 import { redisTarget } from './redis-connect.js';
 import { newerPin, PLACE, REFRESH, splitN } from './redis-scripts.js';
 import type { Fetched, SessionStore } from './types.js';
@@ -27,6 +28,8 @@ export interface RedisStoreOptions {
   maxPendingWrites?: number;
   /** Longest wait between reconnect attempts. */
   maxReconnectDelayMs?: number;
+  /** Longest a session's turn waits to be told to the other gateways (one PUBLISH per interval). Default 100. */
+  activityFlushMs?: number;
 }
 
 export interface RedisSessionStore extends SessionStore {
@@ -34,8 +37,8 @@ export interface RedisSessionStore extends SessionStore {
   ready(): Promise<void>;
 }
 
-export const STORE_OPS = ['connect', 'subscribe', 'pin', 'refresh', 'unpin', 'lookup', 'resync', 'gap_resync', 'fetch', 'drain'] as const;
-export const STORE_EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost', 'refresh_moved', 'gap_resyncs', 'gap_corrected', 'fetched', 'fetch_missed'] as const;
+export const STORE_OPS = ['connect', 'subscribe', 'pin', 'refresh', 'unpin', 'lookup', 'resync', 'gap_resync', 'fetch', 'drain', 'announce'] as const;
+export const STORE_EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost', 'refresh_moved', 'gap_resyncs', 'gap_corrected', 'fetched', 'fetch_missed', 'turns_announced', 'activity_malformed'] as const;
 type Op = (typeof STORE_OPS)[number];
 type Event = (typeof STORE_EVENTS)[number];
 type Conn = 'main' | 'sub';
@@ -72,6 +75,7 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
   const local = createMemorySessionStore({ maxSessions: opts.maxSessions, ttlMs });
   const instance = randomBytes(6).toString('base64url');
   const channel = `${keyPrefix}pins`;
+  const activityChannel = `${keyPrefix}activity`;
   const target = redisTarget(opts.url);
   // Cluster: the session key is a hash tag, so every key of one session lands in one slot.
   const redisKey = target.mode === 'cluster' ? (key: string) => `${keyPrefix}sess:{${key}}` : (key: string) => `${keyPrefix}sess:${key}`;
@@ -275,7 +279,17 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     }, done);
   }
 
-  sub.on('message', (_ch: string, msg: string) => {
+  // Only the sessions store announces turns (the responses store's records have no working set).
+  const activity = store === 'sessions' ? createSessionActivity({
+    instance, now, flushMs: opts.activityFlushMs ?? 100, maxPending: opts.maxSessions,
+    publish: (m) => (main.status === 'ready' ? main.publish(activityChannel, m) : Promise.reject(new Error(`connection ${main.status}`))),
+    failed: (e) => failed('main', 'announce', e),
+    sent: (n) => metrics.storeEvents.inc({ store, event: 'turns_announced' }, n),
+    malformed: () => count('activity_malformed'),
+  }) : null;
+
+  sub.on('message', (ch: string, msg: string) => {
+    if (ch === activityChannel) return activity?.receive(msg);
     if (msg.startsWith('p|')) {
       const f = splitN(msg, 5);
       if (f !== null && f[1] !== instance) apply(f[5], f[2], f[3], f[4]);
@@ -284,7 +298,8 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
       if (f !== null && f[1] !== instance && local.unpin(f[2])) count('applied');
     }
   });
-  const subscribed = sub.subscribe(channel).catch((e: unknown) => failed('sub', 'subscribe', e));
+  const channels = activity === null ? [channel] : [channel, activityChannel];
+  const subscribed = sub.subscribe(...channels).catch((e: unknown) => failed('sub', 'subscribe', e));
 
   main.on('error', (e: unknown) => failed('main', 'connect', e));
   main.on('close', () => { if (!closed) metrics.storeUp.set({ store }, 0); });
@@ -299,7 +314,7 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     if (!subSeen) { subSeen = true; return; }
     if (!subGap) return;
     subGap = false;
-    sub.subscribe(channel).then(() => { if (main.status === 'ready') resyncAfterGap(); else gapAgain = true; }, (e: unknown) => failed('sub', 'subscribe', e));
+    sub.subscribe(...channels).then(() => { if (main.status === 'ready') resyncAfterGap(); else gapAgain = true; }, (e: unknown) => failed('sub', 'subscribe', e));
   });
   main.on('ready', () => {
     metrics.storeUp.set({ store }, 1);
@@ -319,9 +334,9 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
       if (s === null) lookup(key);
       return s;
     },
-    pin(key, replica, warmTokens, t) {
+    pin(key, replica, warmTokens, t, since) {
       const prev = local.get(key, t);
-      local.pin(key, replica, warmTokens, t);
+      local.pin(key, replica, warmTokens, t, since);
       if (prev === null || prev.replica !== replica) return publishState(key, 'pin', 'pin', prev === null ? 'new' : 'move');
       // Unmoved: keep the Redis key alive, at most once per quarter TTL — on the first turn in each
       // quarter since the move, which needs no per-key state beyond the pin itself.
@@ -370,11 +385,17 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
       return local.forgetReplica(replica);
     },
     size: () => local.size(),
+    ...(activity === null ? {} : {
+      announce: (turn, at) => activity.announce(turn, at),
+      onTurn: (listener) => activity.onTurn(listener),
+      turns: activity.turns,
+    }),
     async ready() {
       await Promise.all([whenReady(main), whenReady(sub), subscribed]);
     },
     async close() {
       closed = true;
+      activity?.close();
       await Promise.all([main, sub].map(async (c) => {
         if (c.status === 'ready') {
           let timer: NodeJS.Timeout | undefined;

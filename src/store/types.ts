@@ -16,6 +16,58 @@ export const CONVERSATION_KEY = '\u0000conv:';
 
 export const isConversationKey = (key: string) => key.startsWith(CONVERSATION_KEY);
 
+/**
+ * One turn of a session as every gateway's working set counts it: the replica serving it, its
+ * agent (the chain link ending the prompt's shared part, routing/working-set.ts) and the tokens.
+ */
+export interface SessionTurn {
+  /** Session key, or a keyless conversation's placement key (as the working set counts it). */
+  readonly key: string;
+  readonly replica: string;
+  readonly agent: string | null;
+  readonly agentTokens: number;
+  readonly promptTokens: number;
+  /** Wall ms of the turn. */
+  readonly at: number;
+  /** The key the session was counted under until this turn (a keyless conversation taking its own key). */
+  readonly replaces?: string;
+}
+
+/** A caller turn opened on one gateway (record/turns.ts), told to the others. */
+export interface TurnOpened {
+  /** The turns' session id (`k:<session key>`, `p:<conversation key>`). */
+  readonly session: string;
+  readonly index: number;
+  readonly utterance: string | null;
+  readonly anchor: string | null;
+  readonly anchorIndex: number;
+  /** The gateway that opened it, and counts it. */
+  readonly owner: string;
+}
+
+/** A call another gateway served of a turn this one owns; times in wall ms. */
+export interface TurnCall {
+  readonly session: string;
+  readonly index: number;
+  readonly owner: string;
+  readonly received: number;
+  readonly sent: number;
+  readonly firstToken: number;
+  readonly ended: number;
+}
+
+/** Caller turns shared between gateways: each turn is counted by the gateway that opened it. */
+export interface TurnChannel {
+  /** This gateway's id, as `owner` names it. */
+  readonly instance: string;
+  opened(turn: TurnOpened): void;
+  called(call: TurnCall): void;
+  /** Turns other gateways opened. */
+  onOpened(listener: (turn: TurnOpened) => void): void;
+  /** Calls other gateways served of turns this one owns. */
+  onCalled(listener: (call: TurnCall) => void): void;
+}
+
 export interface Fetched {
   readonly info: SessionInfo | null;
   readonly confirmed: boolean;
@@ -27,7 +79,11 @@ export interface Fetched {
  */
 export interface SessionStore {
   get(key: string, now: number): SessionInfo | null;
-  pin(key: string, replica: string, warmTokens: number, now: number): void;
+  /**
+   * `since`: when the session came to this replica, if earlier than now and the key is new here
+   * (a keyless conversation that takes its own key keeps the time it was placed). Default now.
+   */
+  pin(key: string, replica: string, warmTokens: number, now: number, since?: number): void;
   unpin(key: string): boolean;
   countsByReplica(now: number): Map<string, number>;
   /** Keys of the live pins on a replica (a drain moves each of them). */
@@ -44,6 +100,15 @@ export interface SessionStore {
    * shared store answered (so a null `info` is a true miss). Absent for local-only stores.
    */
   fetch?(key: string, timeoutMs: number): Promise<Fetched>;
+  /**
+   * A shared store tells every other gateway of this turn (batched; `now` for a fresh placement,
+   * sent at once). Absent for local-only stores: this gateway's own turns are all there is.
+   */
+  announce?(turn: SessionTurn, now: boolean): void;
+  /** Turns other gateways announced, as they arrive. */
+  onTurn?(listener: (turn: SessionTurn) => void): void;
+  /** Caller turns shared with the other gateways (record/turns.ts); absent for local-only stores. */
+  readonly turns?: TurnChannel;
   /** Resolves once a shared store is connected; absent for local-only stores. */
   ready?(): Promise<void>;
 }

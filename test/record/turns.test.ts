@@ -13,7 +13,7 @@ function identity(key: string | null, messages: Record<string, unknown>[]): Requ
   const c = chatChain({ model: 'm', messages }, DEFAULT_IDENTITY_OPTIONS);
   return {
     kind: 'chat', model: 'm', sessionKey: key, sessionKeySource: key ? 'header:x-session-id' : null, chain: c.chain, seed: c.seed,
-    firstUser: c.firstUser, chainTokens: c.chainTokens, promptTokens: c.promptTokens, placementKey: c.placementKey, sharedTokens: c.sharedTokens,
+    firstUser: c.firstUser, chainTokens: c.chainTokens, promptTokens: c.promptTokens, placementKey: c.placementKey, conversationKey: c.conversationKey, sharedTokens: c.sharedTokens,
     lastUser: c.lastUser, utterance: c.utterance, storedResponseId: null, storesResponse: false,
   };
 }
@@ -64,7 +64,7 @@ test('response ids followed to their session: bounded by turns.maxSessions', () 
     const placement = base.placementKey!;
     oneCall(turns, base, 0, 'resp_1');
     const follow = (prev: string, content: string | null): RequestIdentity => ({
-      ...identity(null, content === null ? [] : [{ role: 'user', content }]), kind: 'responses', storedResponseId: prev, placementKey: null, chain: [],
+      ...identity(null, content === null ? [] : [{ role: 'user', content }]), kind: 'responses', storedResponseId: prev, placementKey: null, conversationKey: null, chain: [],
     });
     assert.deepEqual(oneCall(turns, follow('resp_1', 'second'), 50, 'resp_2'), { turn: 1, call: 0 });
     assert.deepEqual(oneCall(turns, follow('resp_2', null), 60, 'resp_3'), { turn: 1, call: 1 });

@@ -47,7 +47,7 @@ export function chatIdentity(messages: unknown[], key: string | null = null, ext
 export function keyIdentity(key: string | null): RequestIdentity {
   return {
     kind: 'chat', model: 'm', sessionKey: key, sessionKeySource: key === null ? null : 'header:x-session-id',
-    chain: [], seed: '', firstUser: -1, chainTokens: [], promptTokens: 0, placementKey: null, sharedTokens: 0, lastUser: -1, utterance: null,
+    chain: [], seed: '', firstUser: -1, chainTokens: [], promptTokens: 0, placementKey: null, conversationKey: null, sharedTokens: 0, lastUser: -1, utterance: null,
     storedResponseId: null, storesResponse: false,
   };
 }

@@ -1,7 +1,7 @@
 import type { RoutingOptions } from '../../config/schema.js';
 import type { CostModel } from '../cost-model.js';
 import { runningOf } from '../load.js';
-import { placeByCapacity, underPressure, type Placement } from '../placement.js';
+import { placeByCapacity, type Placement } from '../placement.js';
 import { rendezvousRank } from '../rendezvous.js';
 import { trafficRoom, type Traffic } from '../traffic.js';
 import type { Picker, ReplicaView, RouteContext, RouteReason } from '../types.js';
@@ -65,7 +65,9 @@ export interface PickResult {
  * gateway computes the same placement for the same conversation with no shared state. Once the
  * fleet's KV caches cannot hold every agent on every replica, it is decided by capacity instead
  * (placement.ts: with its agent, where its working set fits; `capacity` when it cannot be), from
- * this gateway's working sets: gateways sharing a store then agree on pins, not on first placements.
+ * the working sets, which count every gateway's sessions when they share a store (its activity
+ * channel), so that gateways agree on first placements too, up to what the channel has not yet
+ * carried (a batch interval).
  */
 export function pickAffinity(p: PickInput): PickResult {
   const { candidates: c, caps, home } = p;
@@ -130,12 +132,6 @@ export interface AffinityPickerDeps {
   readonly random: () => number;
   /** Each replica's estimated working set (the router keeps it). */
   readonly workingSet: WorkingSet;
-  /**
-   * When the fleet was last found under KV pressure (wall ms): placement stays capacity-aware
-   * for a working-set window after, so sessions ending for a moment do not flip it back and forth.
-   * Shared with the router, whose warmup answer (homeSet) reads it.
-   */
-  readonly pressure: { at: number };
 }
 
 /**
@@ -154,12 +150,7 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
     const capacity = candidates.map((r) => (r.kvCapacityTokens !== null && r.kvCapacityTokens > 0 ? r.kvCapacityTokens : Infinity));
     const ws = d.workingSet;
     const agent = agentOf(ctx.identity);
-    let agentTokens = 0;
-    for (const tokens of ws.agents(t).values()) agentTokens += tokens;
-    const known = agent !== null && ws.agents(t).has(agent.key);
-    const demand = (agentTokens + (agent !== null && !known ? agent.tokens : 0)) * scale;
-    if (underPressure(demand, ws.meanOwnTokens(t) * ws.activeSessions(t) * scale, capacity, o.capacityFill)) d.pressure.at = t;
-    if (t - d.pressure.at > o.workingSetWindowMs) return null;
+    if (ctx.pressured === undefined || !ctx.pressured(candidates)) return null;
     // What the session will grow to is unknown at its first turn: the active sessions' mean
     // stands for it.
     const own = Math.max(ctx.identity.promptTokens - (agent?.tokens ?? 0), ws.meanOwnTokens(t)) * scale;

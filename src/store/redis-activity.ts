@@ -1,0 +1,146 @@
+import type { SessionTurn, TurnCall, TurnChannel, TurnOpened } from './types.js';
+
+export interface ActivityOptions {
+  /** Sends one message on the activity channel; rejects when Redis cannot take it. */
+  publish(message: string): Promise<unknown>;
+  /** This gateway's instance id: its own messages come back through the subscriber and are skipped. */
+  instance: string;
+  /** Longest a turn waits before it is published (the batch interval): the staleness bound's main term. */
+  flushMs: number;
+  /** Turns held for the next batch at most; past it the oldest unsent go (they are re-announced next turn). */
+  maxPending: number;
+  now: () => number;
+  /** A publish failed (counted by the store; the turns of that batch are not retried). */
+  failed(err: unknown): void;
+  /** A batch went out with this many turns. */
+  sent(turns: number): void;
+  /** A message on the channel that is not a batch of turns (another build, or garbage): skipped. */
+  malformed(): void;
+}
+
+export interface SessionActivity {
+  /** Queues a turn for every other gateway; `now` sends it (and what is queued) at once. */
+  announce(turn: SessionTurn, now: boolean): void;
+  /** A message off the activity channel: other gateways' turns, for the listeners. */
+  receive(message: string): void;
+  onTurn(listener: (turn: SessionTurn) => void): void;
+  /** Caller turns (record/turns.ts) on the same channel: an opened turn and a served call, each sent at once. */
+  readonly turns: TurnChannel;
+  close(): void;
+}
+
+// One message: `t|<instance>|` + a JSON array of [key, replica, agent, agentTokens, promptTokens, at, replaces?].
+// A session key may hold any byte but NUL, so the turns go as JSON rather than in a separator format.
+type Wire = [string, string, string | null, number, number, number, string?];
+
+/**
+ * Each session's turns, shared between gateways by Redis pub/sub so that every gateway's working
+ * set (routing/working-set.ts) counts every gateway's sessions. A pin is published when it moves;
+ * a turn on an unmoved pin is not, so without this another gateway would see a session only as long
+ * as its last move. Turns are batched: one PUBLISH per `flushMs` per gateway whatever the request
+ * rate, and nothing stored in Redis (a gateway that starts, or whose subscriber was away, hears
+ * every active session again at its next turn). A fresh placement goes at once: sessions that start
+ * together on different gateways must see each other before they are placed.
+ */
+export function createSessionActivity(o: ActivityOptions): SessionActivity {
+  const pending = new Map<string, SessionTurn>();
+  const listeners: ((turn: SessionTurn) => void)[] = [];
+  const openedListeners: ((turn: TurnOpened) => void)[] = [];
+  const calledListeners: ((call: TurnCall) => void)[] = [];
+  const send = (m: string) => {
+    if (!closed) o.publish(m).then(() => {}, (e: unknown) => o.failed(e));
+  };
+  const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+  const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : NaN);
+
+  /** `o|<instance>|[session, index, utterance, anchor, anchorIndex]`, `c|<instance>|[session, index, owner, received, sent, firstToken, ended]`. */
+  function receiveTurns(kind: string, from: string, body: string) {
+    let w: unknown;
+    try {
+      w = JSON.parse(body);
+    } catch {
+      return o.malformed();
+    }
+    if (!Array.isArray(w) || typeof w[0] !== 'string' || !Number.isInteger(w[1])) return o.malformed();
+    if (kind === 'o' && w.length === 5) {
+      const turn: TurnOpened = { session: w[0], index: w[1], utterance: str(w[2]), anchor: str(w[3]), anchorIndex: Number.isInteger(w[4]) ? w[4] : -1, owner: from };
+      for (const l of openedListeners) l(turn);
+      return;
+    }
+    if (kind === 'c' && w.length === 7 && w[2] === o.instance) {
+      const call: TurnCall = { session: w[0], index: w[1], owner: w[2], received: num(w[3]), sent: num(w[4]), firstToken: num(w[5]), ended: num(w[6]) };
+      if (Number.isNaN(call.received) || Number.isNaN(call.ended)) return o.malformed();
+      for (const l of calledListeners) l(call);
+      return;
+    }
+    if (kind !== 'c') o.malformed();
+  }
+  let timer: NodeJS.Timeout | null = null;
+  let closed = false;
+
+  function flush() {
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
+    if (pending.size === 0 || closed) return;
+    const wire: Wire[] = [];
+    for (const t of pending.values()) wire.push(t.replaces === undefined ? [t.key, t.replica, t.agent, t.agentTokens, t.promptTokens, t.at] : [t.key, t.replica, t.agent, t.agentTokens, t.promptTokens, t.at, t.replaces]);
+    pending.clear();
+    o.publish(`t|${o.instance}|${JSON.stringify(wire)}`).then(() => o.sent(wire.length), (e: unknown) => o.failed(e));
+  }
+
+  return {
+    announce(turn, now) {
+      if (closed) return;
+      const queued = pending.get(turn.key);
+      pending.delete(turn.key);
+      // A later turn of the same session in the same batch keeps what the earlier one replaced.
+      pending.set(turn.key, queued?.replaces !== undefined && turn.replaces === undefined ? { ...turn, replaces: queued.replaces } : turn);
+      if (pending.size > o.maxPending) pending.delete(pending.keys().next().value as string);
+      if (now) flush();
+      else if (timer === null) timer = setTimeout(flush, o.flushMs).unref();
+    },
+    receive(message) {
+      const bar = message.indexOf('|', 2);
+      if (message[1] !== '|' || bar < 0) return o.malformed();
+      const from = message.slice(2, bar);
+      if (from === o.instance) return;
+      if (message[0] === 'o' || message[0] === 'c') return receiveTurns(message[0], from, message.slice(bar + 1));
+      if (message[0] !== 't') return o.malformed();
+      let wire: unknown;
+      try {
+        wire = JSON.parse(message.slice(bar + 1));
+      } catch {
+        return o.malformed();
+      }
+      if (!Array.isArray(wire)) return o.malformed();
+      const t = o.now();
+      for (const w of wire as unknown[]) {
+        if (!Array.isArray(w) || (w.length !== 6 && w.length !== 7) || typeof w[0] !== 'string' || typeof w[1] !== 'string') { o.malformed(); continue; }
+        const [key, replica, agent, agentTokens, promptTokens, at, replaces] = w as Wire;
+        if (!Number.isFinite(at) || !Number.isFinite(promptTokens) || !Number.isFinite(agentTokens)) { o.malformed(); continue; }
+        // Another gateway's clock: a turn is never taken to be newer than now here.
+        const turn: SessionTurn = {
+          key, replica, agent: typeof agent === 'string' ? agent : null, agentTokens, promptTokens, at: Math.min(at, t),
+          ...(typeof replaces === 'string' ? { replaces } : {}),
+        };
+        for (const l of listeners) l(turn);
+      }
+    },
+    onTurn(listener) {
+      listeners.push(listener);
+    },
+    turns: {
+      instance: o.instance,
+      opened: (t) => send(`o|${o.instance}|${JSON.stringify([t.session, t.index, t.utterance, t.anchor, t.anchorIndex])}`),
+      called: (c) => send(`c|${o.instance}|${JSON.stringify([c.session, c.index, c.owner, c.received, c.sent, c.firstToken, c.ended])}`),
+      onOpened: (l) => { openedListeners.push(l); },
+      onCalled: (l) => { calledListeners.push(l); },
+    },
+    close() {
+      closed = true;
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+      pending.clear();
+    },
+  };
+}
