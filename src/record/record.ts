@@ -77,8 +77,9 @@ function accessLine(method: string, path: string, key: string | null, priority: 
       line.session = sessionTag(identity.sessionKey);
       line.sessionSource = identity.sessionKeySource;
     } else if (identity.placementKey !== null) {
-      // A keyless conversation's tag (its placement key's), for GET /admin/sessions/{tag}; never the key.
-      line.conversation = sessionTag(identity.placementKey);
+      // A keyless conversation's tag (the key its record is kept under: the opening's placement key,
+      // then its own conversation key), for GET /admin/sessions/{tag}; never the key.
+      line.conversation = sessionTag(identity.conversationKey ?? identity.placementKey);
     }
     // Only a model some replica serves (the request was routed): otherwise it is the client's text.
     if (e.reason !== null && identity.model !== null) line.model = identity.model;

@@ -79,6 +79,18 @@ describe('the admin API', () => {
     assert.match(found.body.since, ISO);
     assert.ok(!('key' in found.body), 'the placement key is not shown');
 
+    // Its later turns (past the second user message) keep a record of their own: the line's tag finds that one.
+    const later = [...messages, { role: 'assistant', content: 'Sure, which day?' }, { role: 'user', content: 'Thursday afternoon, please.' }];
+    const second = await simTurn(g, later);
+    assert.equal(second.status, 200);
+    const laterLines = (await waitForAccess(g, (ls) => ls.filter((l) => l.conversation !== undefined).length >= 2)).filter((l) => l.conversation !== undefined);
+    const laterTag = laterLines[laterLines.length - 1].conversation as string;
+    assert.notEqual(laterTag, line.conversation, 'past its opening a conversation is told apart from other callers who opened alike');
+    const foundLater = await get(`${g.adminUrl}/admin/sessions/${laterTag}`);
+    assert.equal(foundLater.status, 200, JSON.stringify(foundLater.body));
+    assert.equal(foundLater.body.keyless, true);
+    assert.equal(foundLater.body.replica, second.replica);
+
     await simTurn(g, messages, { session: 'call-42' });
     const keyed = accessLines(g.logs).find((l) => l.session !== null && l.session !== undefined)!;
     assert.equal(keyed.conversation, undefined, 'a keyed request carries its session tag only');
