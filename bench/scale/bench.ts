@@ -55,10 +55,10 @@ export async function runScale(o: ScaleOptions, progress: (line: string) => void
   const wl = (sessions: number): ScaleWorkloadOptions => ({ sessions, turns: o.turns, startsPerSecond: o.startsPerSecond, seed: o.seed });
   // A socket row's sessions start over S / rate seconds and last a few turns after that.
   const cap = (sessions: number) => Math.max(10, Math.ceil(sessions / o.startsPerSecond + o.turns * 3));
-  const sizes = [...new Set([...o.plan.socket.map((s) => s.replicas), o.plan.faults.replicas])];
+  const sizes = [...new Set([...o.plan.socket.map((s) => s.replicas), ...(o.plan.faults ? [o.plan.faults.replicas] : [])])];
   for (const r of sizes) {
     const steps = o.plan.socket.filter((s) => s.replicas === r);
-    const faulted = o.plan.faults.replicas === r;
+    const faulted = o.plan.faults?.replicas === r;
     if (left() < 20) {
       skipped.push(...steps.map(describeSocket), ...(faulted ? FAULTS.map((f) => `fault ${f}`) : []));
       continue;
@@ -75,8 +75,8 @@ export async function runScale(o: ScaleOptions, progress: (line: string) => void
         rows.push(row);
         load.push(loadavg()[0]);
       }
-      if (faulted) {
-        const f = o.plan.faults;
+      const f = o.plan.faults;
+      if (faulted && f) {
         for (const kind of FAULTS) {
           if (left() < cap(f.sessions) + 10) {
             skipped.push(`fault ${kind}`);

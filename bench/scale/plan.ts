@@ -20,7 +20,8 @@ export interface DesStep {
 
 export interface ScalePlan {
   socket: SocketStep[];
-  faults: { replicas: number; pods: number; sessions: number };
+  /** Where the faults run (null: none). */
+  faults: { replicas: number; pods: number; sessions: number } | null;
   des: DesStep[];
   /** The size both kinds run: the DES row of it is checked against the socket row of it. */
   validate: { replicas: number; sessions: number };

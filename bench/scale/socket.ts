@@ -60,13 +60,17 @@ export async function runSocketRow(o: SocketRowOptions, progress: (line: string)
     }
     await o.fleet.reset();
     const pids = gateways.map((g) => g.pid).filter((p): p is number => p !== null);
-    await sleep(1000); // start-up work (module loading, first scrapes) is not idle work
-    const idle0 = cpuSecondsOfAll(pids);
-    const idleT0 = performance.now();
-    progress(`${tag} measuring the pods idle for ${o.idleS} s`);
-    await sleep(o.idleS * 1000);
-    const idleCpuS = cpuSecondsOfAll(pids) - idle0;
-    const idleSpan = (performance.now() - idleT0) / 1000;
+    let idleCpuS = 0;
+    let idleSpan = 1;
+    if (pids.length > 0) {
+      await sleep(1000); // start-up work (module loading, first scrapes) is not idle work
+      const idle0 = cpuSecondsOfAll(pids);
+      const idleT0 = performance.now();
+      progress(`${tag} measuring the pods idle for ${o.idleS} s`);
+      await sleep(o.idleS * 1000);
+      idleCpuS = cpuSecondsOfAll(pids) - idle0;
+      idleSpan = (performance.now() - idleT0) / 1000;
+    }
     const client = redis?.client() ?? null;
     const redis0 = client ? await redisInfo(client) : null;
     const kv0 = o.kvEvents && gateways.length > 0 ? await kvEventCounts(gateways[0].adminUrl) : null;
