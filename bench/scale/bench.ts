@@ -12,8 +12,13 @@ import { runSocketRow } from './socket.js';
 import { validate, type Validation } from './validate.js';
 import { buildScaleWorkload, LIGHT_OUTPUT_TOKENS, SCALE_KV_BLOCKS, SCALE_WORKLOAD_DEFAULTS, type ScaleWorkloadOptions } from './workload.js';
 
+export const PARTS = ['socket', 'faults', 'des'] as const;
+export type Part = (typeof PARTS)[number];
+
 export interface ScaleOptions {
   plan: ScalePlan;
+  /** Which parts of the plan run (the others are left out, not listed as skipped). */
+  parts: readonly Part[];
   maxSeconds: number;
   turns: number;
   startsPerSecond: number;
@@ -34,15 +39,18 @@ export interface ScaleResult {
   validation: Validation | null;
   /** Steps the time budget left out. */
   skipped: string[];
+  /** Steps that could not run, with the first line of why (a gateway that never saw its fleet up, ...). */
+  failed: string[];
   wallS: number;
 }
 
 export const SCALE_DEFAULTS: Omit<ScaleOptions, 'plan'> = {
-  maxSeconds: 600, turns: SCALE_WORKLOAD_DEFAULTS.turns, startsPerSecond: SCALE_WORKLOAD_DEFAULTS.startsPerSecond,
+  parts: PARTS, maxSeconds: 600, turns: SCALE_WORKLOAD_DEFAULTS.turns, startsPerSecond: SCALE_WORKLOAD_DEFAULTS.startsPerSecond,
   seed: SCALE_WORKLOAD_DEFAULTS.seed, requestTimeoutS: 20, idleS: 3, gatewayMs: 1,
 };
 
 const describeSocket = (s: SocketStep) => `socket R=${s.replicas} ${s.oracle ? 'oracle' : `G=${s.pods}`} S=${s.sessions}${s.kvEvents ? '' : ' events off'}`;
+const firstLine = (e: unknown) => (e instanceof Error ? e.message : String(e)).split('\n')[0].slice(0, 300);
 const describeDes = (s: DesStep) => `des R=${s.replicas} ${s.strategy === 'affinity' ? `G=${s.pods}` : s.strategy} S=${s.sessions}`;
 
 export async function runScale(o: ScaleOptions, progress: (line: string) => void): Promise<ScaleResult> {
@@ -52,13 +60,16 @@ export async function runScale(o: ScaleOptions, progress: (line: string) => void
   const rows: ScaleRow[] = [];
   const faults: FaultOutcome[] = [];
   const skipped: string[] = [];
+  const failed: string[] = [];
   const wl = (sessions: number): ScaleWorkloadOptions => ({ sessions, turns: o.turns, startsPerSecond: o.startsPerSecond, seed: o.seed });
   // A socket row's sessions start over S / rate seconds and last a few turns after that.
   const cap = (sessions: number) => Math.max(10, Math.ceil(sessions / o.startsPerSecond + o.turns * 3));
-  const sizes = [...new Set([...o.plan.socket.map((s) => s.replicas), ...(o.plan.faults ? [o.plan.faults.replicas] : [])])];
+  const socketSteps = o.parts.includes('socket') ? o.plan.socket : [];
+  const faultPlan = o.parts.includes('faults') ? o.plan.faults : null;
+  const sizes = [...new Set([...socketSteps.map((s) => s.replicas), ...(faultPlan ? [faultPlan.replicas] : [])])];
   for (const r of sizes) {
-    const steps = o.plan.socket.filter((s) => s.replicas === r);
-    const faulted = o.plan.faults?.replicas === r;
+    const steps = socketSteps.filter((s) => s.replicas === r);
+    const faulted = faultPlan?.replicas === r;
     if (left() < 20) {
       skipped.push(...steps.map(describeSocket), ...(faulted ? FAULTS.map((f) => `fault ${f}`) : []));
       continue;
@@ -71,19 +82,27 @@ export async function runScale(o: ScaleOptions, progress: (line: string) => void
           skipped.push(describeSocket(s));
           continue;
         }
-        const { row } = await runSocketRow({ fleet, strategy: s.oracle ? 'oracle' : 'affinity', pods: Math.max(1, s.pods), kvEvents: s.kvEvents, workload: wl(s.sessions), maxDurationS: cap(s.sessions), requestTimeoutS: o.requestTimeoutS, idleS: o.idleS }, progress);
-        rows.push(row);
+        try {
+          const { row } = await runSocketRow({ fleet, strategy: s.oracle ? 'oracle' : 'affinity', pods: Math.max(1, s.pods), kvEvents: s.kvEvents, workload: wl(s.sessions), maxDurationS: cap(s.sessions), requestTimeoutS: o.requestTimeoutS, idleS: o.idleS }, progress);
+          rows.push(row);
+        } catch (e) {
+          failed.push(`${describeSocket(s)}: ${firstLine(e)}`);
+        }
         load.push(loadavg()[0]);
       }
-      const f = o.plan.faults;
+      const f = faultPlan;
       if (faulted && f) {
         for (const kind of FAULTS) {
           if (left() < cap(f.sessions) + 10) {
             skipped.push(`fault ${kind}`);
             continue;
           }
-          const res = await runSocketRow({ fleet, strategy: 'affinity', pods: f.pods, kvEvents: false, workload: wl(f.sessions), maxDurationS: cap(f.sessions), requestTimeoutS: o.requestTimeoutS, idleS: 1, fault: { at: 0.4, inject: injectFault(kind) } }, progress);
-          faults.push(faultOutcome(kind, res.run.records, res.faultAtMs ?? 0, { replicas: r, pods: f.pods, sessions: f.sessions, hitRate: res.row.hitRate, ttftP90Ms: res.row.ttftP90Ms }));
+          try {
+            const res = await runSocketRow({ fleet, strategy: 'affinity', pods: f.pods, kvEvents: false, workload: wl(f.sessions), maxDurationS: cap(f.sessions), requestTimeoutS: o.requestTimeoutS, idleS: 1, fault: { at: 0.4, inject: injectFault(kind) } }, progress);
+            faults.push(faultOutcome(kind, res.run.records, res.faultAtMs ?? 0, { replicas: r, pods: f.pods, sessions: f.sessions, hitRate: res.row.hitRate, ttftP90Ms: res.row.ttftP90Ms }));
+          } catch (e) {
+            failed.push(`fault ${kind}: ${firstLine(e)}`);
+          }
         }
       }
     } finally {
@@ -91,7 +110,7 @@ export async function runScale(o: ScaleOptions, progress: (line: string) => void
       fleet = null;
     }
   }
-  for (const s of o.plan.des) {
+  for (const s of o.parts.includes('des') ? o.plan.des : []) {
     // A DES row's wall time grows about linearly with its sessions (≈ 6 ms each on a loaded core).
     if (left() < s.sessions * 0.008 + 5) {
       skipped.push(describeDes(s));
@@ -104,7 +123,7 @@ export async function runScale(o: ScaleOptions, progress: (line: string) => void
     const f = runFigures(run.records, run.sent, run);
     rows.push({
       kind: 'des', strategy: s.strategy, replicas: s.replicas, pods: s.strategy === 'oracle' ? 0 : s.pods, sessions: s.sessions, kvEvents: false,
-      requests: f.requests, errors: f.errors, truncated: run.truncated, hitRate: f.hitRate, idealHitRate: f.idealHitRate,
+      requests: f.requests, errors: f.errors, errorKinds: f.errorKinds, truncated: run.truncated, hitRate: f.hitRate, idealHitRate: f.idealHitRate,
       ttftP50Ms: f.ttft.p50, ttftP90Ms: f.ttft.p90, ttftP99Ms: f.ttft.p99, p90VsOnePod: null, p90VsOracle: null,
       durationS: run.virtualMs / 1000, wallS: (performance.now() - w0) / 1000,
     });
@@ -122,6 +141,7 @@ export async function runScale(o: ScaleOptions, progress: (line: string) => void
     rows, faults,
     validation: socketRow && desRow ? validate(socketRow, desRow) : null,
     skipped,
+    failed,
     wallS: (performance.now() - t0) / 1000,
   };
 }

@@ -5,7 +5,7 @@
 // bench/out/scale-*.json, scale-latest.html and scale-latest.md; prints the tables.
 
 import { parseArgs } from 'node:util';
-import { runScale, SCALE_DEFAULTS } from './bench.js';
+import { PARTS, runScale, SCALE_DEFAULTS, type Part } from './bench.js';
 import { markdownReport } from './markdown.js';
 import { writeScaleOutputs } from './output.js';
 import { buildPlan, PLAN_DEFAULTS, TINY_PLAN } from './plan.js';
@@ -24,6 +24,7 @@ const USAGE = `usage: npm run bench:scale -- [flags]
   --turns N                turns per session (${D.turns})
   --starts-per-second N    new sessions per second (${D.startsPerSecond})
   --max-seconds N          time budget of the whole run; steps past it are skipped and listed (${D.maxSeconds})
+  --parts LIST             which parts run (${PARTS.join(',')})
   --tiny                   the CI-sized plan: R=4, S=20, G=1 and 2, a DES of R=16
   --seed N                 workload seed (${D.seed})
   --out DIR                output directory (bench/out)`;
@@ -45,7 +46,7 @@ function num(v: string | undefined, def: number, name: string, min = 1): number 
 async function main(): Promise<void> {
   const s = { type: 'string' } as const;
   const { values: a } = parseArgs({
-    options: { replicas: s, pods: s, sessions: s, 'big-sessions': s, 'des-per-replica': s, 'des-max-sessions': s, turns: s, 'starts-per-second': s, 'max-seconds': s, seed: s, out: s, tiny: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: { replicas: s, pods: s, sessions: s, 'big-sessions': s, 'des-per-replica': s, 'des-max-sessions': s, turns: s, 'starts-per-second': s, 'max-seconds': s, seed: s, out: s, parts: s, tiny: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
     strict: true,
   });
   if (a.help) {
@@ -60,9 +61,11 @@ async function main(): Promise<void> {
     desSessionsPerReplica: num(a['des-per-replica'], P.desSessionsPerReplica, 'des-per-replica'),
     desMaxSessions: num(a['des-max-sessions'], P.desMaxSessions, 'des-max-sessions'),
   });
+  const parts = (a.parts ?? PARTS.join(',')).split(',').map((x) => x.trim()) as Part[];
+  for (const p of parts) if (!(PARTS as readonly string[]).includes(p)) throw new Error(`--parts: ${p} is not one of ${PARTS.join(', ')}`);
   const progress = createProgress();
   const result = await runScale({
-    ...D, plan,
+    ...D, plan, parts,
     turns: num(a.turns, D.turns, 'turns'),
     startsPerSecond: num(a['starts-per-second'], D.startsPerSecond, 'starts-per-second'),
     maxSeconds: num(a['max-seconds'], D.maxSeconds, 'max-seconds', 10),

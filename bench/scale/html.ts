@@ -75,6 +75,7 @@ ${htmlTable(desTable(des))}
 <h2>Faults</h2>
 ${r.faults.length > 0 ? htmlTable(faultTable(r)) : '<p>not run</p>'}
 ${r.skipped.length > 0 ? `<p class="note">Skipped (time budget): ${esc(r.skipped.join('; '))}</p>` : ''}
+${r.failed.length > 0 ? `<p class="note">Failed steps: ${esc(r.failed.join('; '))}</p>` : ''}
 </body></html>
 `;
 }

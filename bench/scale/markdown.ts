@@ -16,7 +16,9 @@ export function socketTable(rows: readonly ScaleRow[]): string {
     const s = r.socket;
     return `| ${r.replicas} | ${who(r)} | ${r.sessions} | ${r.kvEvents && r.strategy !== 'oracle' ? 'on' : r.strategy === 'oracle' ? '–' : 'off'} | ${r.requests} (${r.errors}) | ${pct(r.hitRate)} | ${pct(r.hitRate / r.idealHitRate)} | ${f(r.ttftP50Ms)} / ${f(r.ttftP90Ms)} | ${ratio(r.p90VsOnePod)} | ${ratio(r.p90VsOracle)} | ${f(s?.cpuMsPerRequest, 2)} | ${f(s?.idleCpuMsPerSecond, 1)} | ${f(s?.rssMbPerPod)} | ${f(s?.redisCommandsPerRequest, 2)} | ${f(s?.redisMemoryMb, 1)} | ${f(s?.kvEventsPerSecond)} | ${f(s?.kvEventCpuMsPerSecond, 1)} |`;
   });
-  return [head, ...lines].join('\n');
+  const failures = rows.filter((r) => r.kind === 'socket' && r.errors > 0).map((r) =>
+    `- R=${r.replicas} ${who(r)} S=${r.sessions}: ${r.errors} failed (${Object.entries(r.errorKinds ?? {}).map(([k, n]) => `${n}× ${k}`).join('; ')})`);
+  return [head, ...lines, ...(failures.length > 0 ? ['', 'Failed requests:', ...failures] : [])].join('\n');
 }
 
 export function desTable(rows: readonly ScaleRow[]): string {
@@ -85,6 +87,7 @@ export function markdownReport(r: ScaleResult): string {
     '',
     ...goals,
     ...(r.skipped.length > 0 ? ['', `Skipped (time budget): ${r.skipped.join('; ')}.`] : []),
+    ...(r.failed.length > 0 ? ['', 'Failed steps:', ...r.failed.map((x) => `- ${x}`)] : []),
     '',
   ].join('\n');
 }

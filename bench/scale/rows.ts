@@ -17,6 +17,8 @@ export interface ScaleRow {
   kvEvents: boolean;
   requests: number;
   errors: number;
+  /** Failed requests by their error's first words (the three most frequent). */
+  errorKinds?: Record<string, number>;
   /** The duration cap stopped sessions from starting turns. */
   truncated: boolean;
   /** vLLM prefix-cache hits / queries over the run, every replica together. */
@@ -54,23 +56,35 @@ export interface SocketFigures {
 export interface RunFigures {
   requests: number;
   errors: number;
+  errorKinds: Record<string, number>;
   hitRate: number;
   idealHitRate: number;
   ttft: { p50: number; p90: number; p99: number };
 }
 
 /** Hit rate, ideal and TTFT percentiles of a run, from its ok requests. */
-export function runFigures(records: readonly { ok: boolean; ttftMs: number | null }[], sent: readonly SentRequest[], counters: { queries: number; hits: number }): RunFigures {
+export function runFigures(records: readonly { ok: boolean; ttftMs: number | null; error?: string | null }[], sent: readonly SentRequest[], counters: { queries: number; hits: number }): RunFigures {
   const okSent = sent.filter((_, i) => records[i].ok);
   const ttfts = records.filter((r) => r.ok && r.ttftMs !== null).map((r) => r.ttftMs as number);
   const p = percentiles(ttfts);
   return {
     requests: records.length,
     errors: records.filter((r) => !r.ok).length,
+    errorKinds: errorKinds(records),
     hitRate: counters.queries > 0 ? counters.hits / counters.queries : 0,
     idealHitRate: idealHits(okSent).hitRate,
     ttft: { p50: p.p50, p90: p.p90, p99: p.p99 },
   };
+}
+
+function errorKinds(records: readonly { ok: boolean; error?: string | null }[]): Record<string, number> {
+  const n = new Map<string, number>();
+  for (const r of records) {
+    if (r.ok) continue;
+    const k = (r.error ?? 'failed').slice(0, 60);
+    n.set(k, (n.get(k) ?? 0) + 1);
+  }
+  return Object.fromEntries([...n.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3));
 }
 
 /** Fills p90VsOnePod and p90VsOracle, and each KV-events row's CPU against its events-off twin. */

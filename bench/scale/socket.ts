@@ -14,6 +14,9 @@ import { cpuSecondsOfAll, kvEventCounts, memoryOf, redisInfo, sleep } from './me
 import { runFigures, type ScaleRow } from './rows.js';
 import { buildScaleWorkload, type ScaleWorkloadOptions } from './workload.js';
 
+/** A gateway's bound to see every replica up: 256 replicas on two busy cores take tens of seconds. */
+const READY_MS = 90_000;
+
 export interface SocketRowOptions {
   fleet: Fleet;
   strategy: 'affinity' | 'oracle';
@@ -55,8 +58,9 @@ export async function runSocketRow(o: SocketRowOptions, progress: (line: string)
   try {
     if (redis) {
       progress(`${tag} starting ${o.pods} gateway(s)`);
-      gateways.push(...await Promise.all(Array.from({ length: o.pods }, () =>
-        startGateway(o.fleet.urls, 'affinity', ['--redis', redis.url], o.kvEvents ? o.fleet.kvEvents : null, o.kvEvents ? {} : null))));
+      // One after the other: each start probes and scrapes every replica, and eight at once on two
+      // cores can miss startGateway's readiness bound at 64 replicas and more.
+      for (let g = 0; g < o.pods; g++) gateways.push(await startGateway(o.fleet.urls, 'affinity', ['--redis', redis.url], o.kvEvents ? o.fleet.kvEvents : null, o.kvEvents ? {} : null, READY_MS));
     }
     await o.fleet.reset();
     const pids = gateways.map((g) => g.pid).filter((p): p is number => p !== null);
@@ -107,7 +111,7 @@ export async function runSocketRow(o: SocketRowOptions, progress: (line: string)
     const idleRate = pids.length > 0 ? idleCpuS / idleSpan / pids.length : 0;
     const row: ScaleRow = {
       kind: 'socket', strategy: o.strategy, replicas, pods: o.strategy === 'oracle' ? 0 : o.pods, sessions: o.workload.sessions, kvEvents: o.kvEvents,
-      requests: f.requests, errors: f.errors, truncated: run.truncated, hitRate: f.hitRate, idealHitRate: f.idealHitRate,
+      requests: f.requests, errors: f.errors, errorKinds: f.errorKinds, truncated: run.truncated, hitRate: f.hitRate, idealHitRate: f.idealHitRate,
       ttftP50Ms: f.ttft.p50, ttftP90Ms: f.ttft.p90, ttftP99Ms: f.ttft.p99, p90VsOnePod: null, p90VsOracle: null,
       durationS, wallS: (performance.now() - t0) / 1000,
     };

@@ -54,6 +54,7 @@ test('a tiny bench:scale: socket rows through 1 and 2 real gateway pods on one r
   };
   const r = await runScale({ ...SCALE_DEFAULTS, plan, idleS: 1, maxSeconds: 110 }, () => {});
   assert.deepEqual(r.skipped, []);
+  assert.deepEqual(r.failed, []);
   assert.deepEqual(r.rows.map((x) => `${x.kind} ${x.pods}`), ['socket 1', 'socket 2', 'des 1']);
   const planned = plannedRequests(buildScaleWorkload({ sessions: 20, turns: SCALE_DEFAULTS.turns, startsPerSecond: SCALE_DEFAULTS.startsPerSecond, seed: SCALE_DEFAULTS.seed }));
   for (const row of r.rows) {
