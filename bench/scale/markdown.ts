@@ -55,9 +55,13 @@ export function fleetGoals(r: ScaleResult): FleetGoal[] {
   const large = one.reduce<ScaleRow | null>((a, x) => (a === null || x.replicas > a.replicas ? x : a), null);
   if (!small?.socket || !large?.socket || small === large) return [{ name: 'CPU per request across fleet sizes', value: 'needs two fleet sizes', met: null }];
   const cpu = large.socket.cpuMsPerRequest / small.socket.cpuMsPerRequest;
+  // A row whose requests failed spent its CPU on something else than serving them: not judged.
+  const clean = [small, large].every((x) => x.errors <= 0.01 * x.requests);
   return [
-    { name: `CPU per request, R=${small.replicas} → R=${large.replicas} (one pod, KV events on, idle work apart) ≤ 1.2×`, value: `${f(small.socket.cpuMsPerRequest, 2)} → ${f(large.socket.cpuMsPerRequest, 2)} ms: ${cpu.toFixed(2)}×`, met: cpu <= 1.2 },
-    { name: `RSS per pod at R=${large.replicas}, KV events on, default bounds ≤ 512 MB`, value: `${f(large.socket.rssMbPerPod)} MB (peak ${f(large.socket.peakRssMbPerPod)} MB; ${f(large.socket.kvBlocksTracked)} engine blocks tracked)`, met: large.socket.peakRssMbPerPod <= 512 },
+    { name: `CPU per request, R=${small.replicas} → R=${large.replicas} (one pod, KV events on, idle work apart) ≤ 1.2×`, value: `${f(small.socket.cpuMsPerRequest, 2)} → ${f(large.socket.cpuMsPerRequest, 2)} ms: ${cpu.toFixed(2)}×${clean ? '' : ' (requests failed in a row: not judged)'}`, met: clean ? cpu <= 1.2 : null },
+    // Reported, not judged: a run this short tracks a few thousand engine blocks, far from the
+    // default bounds, so its RSS says what a pod costs at this fleet size, not at its bound.
+    { name: `RSS per pod at R=${large.replicas}, KV events on (goal at default bounds: ≤ 512 MB)`, value: `${f(large.socket.rssMbPerPod)} MB (peak ${f(large.socket.peakRssMbPerPod)} MB) with ${f(large.socket.kvBlocksTracked)} engine blocks tracked`, met: null },
     { name: `Idle CPU per pod, R=${small.replicas} → R=${large.replicas} (reported apart)`, value: `${f(small.socket.idleCpuMsPerSecond, 1)} → ${f(large.socket.idleCpuMsPerSecond, 1)} ms/s`, met: null },
   ];
 }
