@@ -62,8 +62,9 @@ export async function runScale(o: ScaleOptions, progress: (line: string) => void
   const skipped: string[] = [];
   const failed: string[] = [];
   const wl = (sessions: number): ScaleWorkloadOptions => ({ sessions, turns: o.turns, startsPerSecond: o.startsPerSecond, seed: o.seed });
-  // A socket row's sessions start over S / rate seconds and last a few turns after that.
-  const cap = (sessions: number) => Math.max(10, Math.ceil(sessions / o.startsPerSecond + o.turns * 3));
+  // A socket row's sessions start over S / rate seconds and last a few turns after that (a turn
+  // takes seconds, not the sub-second it takes on an idle machine, when the cores are shared).
+  const cap = (sessions: number) => Math.max(10, Math.ceil(sessions / o.startsPerSecond + o.turns * 8));
   const socketSteps = o.parts.includes('socket') ? o.plan.socket : [];
   const faultPlan = o.parts.includes('faults') ? o.plan.faults : null;
   const sizes = [...new Set([...socketSteps.map((s) => s.replicas), ...(faultPlan ? [faultPlan.replicas] : [])])];

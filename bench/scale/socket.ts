@@ -104,7 +104,8 @@ export async function runSocketRow(o: SocketRowOptions, progress: (line: string)
     const counters1 = await o.fleet.prefixCounters();
     const live = gateways.filter((g) => g.died() === null);
     const mems = live.map((g) => (g.pid === null ? null : memoryOf(g.pid))).filter((m) => m !== null);
-    const kv1 = kv0 && live.length > 0 ? await kvEventCounts(live[0].adminUrl) : null;
+    // A pod too busy to answer its /metrics in time loses this figure, not the row.
+    const kv1 = kv0 && live.length > 0 ? await kvEventCounts(live[0].adminUrl).catch(() => null) : null;
     const redis1 = client ? await redisInfo(client).catch(() => null) : null;
     const f = runFigures(run.records, run.sent, { queries: counters1.queries - counters0.queries, hits: counters1.hits - counters0.hits });
     const durationS = run.durationMs / 1000;
