@@ -127,6 +127,7 @@ export async function runScale(o: ScaleOptions, progress: (line: string) => void
       requests: f.requests, errors: f.errors, errorKinds: f.errorKinds, truncated: run.truncated, hitRate: f.hitRate, idealHitRate: f.idealHitRate,
       ttftP50Ms: f.ttft.p50, ttftP90Ms: f.ttft.p90, ttftP99Ms: f.ttft.p99, p90VsOnePod: null, p90VsOracle: null,
       durationS: run.virtualMs / 1000, wallS: (performance.now() - w0) / 1000,
+      ...(s.strategy === 'oracle' ? {} : { routerCpuMsPerRequest: run.routerCpuMsPerRequest }),
     });
   }
   compareRows(rows);

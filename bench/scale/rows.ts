@@ -34,6 +34,8 @@ export interface ScaleRow {
   durationS: number;
   wallS: number;
   socket?: SocketFigures;
+  /** DES: CPU ms the routers spent per request in identify(), route() and served(). */
+  routerCpuMsPerRequest?: number;
 }
 
 export interface SocketFigures {

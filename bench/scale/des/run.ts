@@ -62,6 +62,8 @@ export interface DesRun {
   hits: number;
   virtualMs: number;
   truncated: boolean;
+  /** CPU ms the routers spent in identify(), route() and served(), per request (process CPU time). */
+  routerCpuMsPerRequest: number;
 }
 
 const WALL_EPOCH = Date.UTC(2026, 0, 1);
@@ -90,6 +92,17 @@ export function runDes(o: DesOptions): DesRun {
   const records: DesRecord[] = [];
   const sent: SentRequest[] = [];
   let active = o.workload.sessions.length;
+  // The router's own CPU, apart from the simulator's: what a gateway pod spends deciding.
+  let routerCpuUs = 0;
+  const timed = <T>(fn: () => T): T => {
+    const c = process.cpuUsage();
+    try {
+      return fn();
+    } finally {
+      const d = process.cpuUsage(c);
+      routerCpuUs += d.user + d.system;
+    }
+  };
   let truncated = false;
 
   const scrape = () => {
@@ -120,15 +133,17 @@ export function runDes(o: DesOptions): DesRun {
         replica = replicas[si % replicas.length].name;
       } else {
         const pod = pods[Math.floor(podRandom() * pods.length)];
-        const identity = identify('chat', req.body, req.headers, DEFAULT_IDENTITY_OPTIONS);
-        const d = pod.router.route({ identity, replicas: pod.views });
+        const { identity, d } = timed(() => {
+          const identity = identify('chat', req.body, req.headers, DEFAULT_IDENTITY_OPTIONS);
+          return { identity, d: pod.router.route({ identity, replicas: pod.views }) };
+        });
         replica = d.ranked[0].name;
         route = d.reason;
         const view = pod.byName.get(replica)!;
         view.inflight++;
         settle = (a) => {
           view.inflight--;
-          pod.router.served(identity, { replica, result: a.error === null ? 'ok' : 'error', replicaTtftMs: a.ttftMs, promptTokens: a.promptTokens, cachedTokens: a.cachedTokens });
+          timed(() => pod.router.served(identity, { replica, result: a.error === null ? 'ok' : 'error', replicaTtftMs: a.ttftMs, promptTokens: a.promptTokens, cachedTokens: a.cachedTokens }));
         };
       }
       clock.setTimeout(() => byName.get(replica)!.serve(req.body, (a) => {
@@ -161,5 +176,5 @@ export function runDes(o: DesOptions): DesRun {
     hits += r.hits;
   }
   for (const r of replicas) r.engine.stop();
-  return { records, sent, queries, hits, virtualMs: clock.now(), truncated };
+  return { records, sent, queries, hits, virtualMs: clock.now(), truncated, routerCpuMsPerRequest: routerCpuUs / 1000 / Math.max(1, records.length) };
 }
