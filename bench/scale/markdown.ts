@@ -8,13 +8,15 @@ import { HIT_RATE_TOLERANCE, TTFT_TOLERANCE } from './validate.js';
 const f = (v: number | null | undefined, d = 0) => (v === null || v === undefined || !Number.isFinite(v) ? '–' : v.toFixed(d));
 const pct = (v: number) => (Number.isFinite(v) ? `${(v * 100).toFixed(1)}%` : '–');
 const ratio = (v: number | null) => (v === null ? '–' : `${v.toFixed(2)}×`);
+/** A row stopped by its time cap before every session's last turn. */
+const cut = (r: ScaleRow) => (r.truncated ? ' (cut short)' : '');
 const who = (r: ScaleRow) => (r.strategy === 'oracle' ? 'oracle' : r.strategy === 'round-robin' ? 'round-robin' : `${r.pods} pod${r.pods > 1 ? 's' : ''}`);
 
 export function socketTable(rows: readonly ScaleRow[]): string {
   const head = '| R | routing | S | KV events | requests (failed) | hit rate | of ideal | TTFT p50 / p90 ms | p90 vs 1 pod | p90 vs oracle | CPU ms/req | idle CPU ms/s per pod | RSS MB per pod | Redis cmd/req | Redis MB | KV events/s per pod | KV-event CPU ms/s per pod |\n|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   const lines = rows.filter((r) => r.kind === 'socket').map((r) => {
     const s = r.socket;
-    return `| ${r.replicas} | ${who(r)} | ${r.sessions} | ${r.kvEvents && r.strategy !== 'oracle' ? 'on' : r.strategy === 'oracle' ? '–' : 'off'} | ${r.requests} (${r.errors}) | ${pct(r.hitRate)} | ${pct(r.hitRate / r.idealHitRate)} | ${f(r.ttftP50Ms)} / ${f(r.ttftP90Ms)} | ${ratio(r.p90VsOnePod)} | ${ratio(r.p90VsOracle)} | ${f(s?.cpuMsPerRequest, 2)} | ${f(s?.idleCpuMsPerSecond, 1)} | ${f(s?.rssMbPerPod)} | ${f(s?.redisCommandsPerRequest, 2)} | ${f(s?.redisMemoryMb, 1)} | ${f(s?.kvEventsPerSecond)} | ${f(s?.kvEventCpuMsPerSecond, 1)} |`;
+    return `| ${r.replicas} | ${who(r)} | ${r.sessions} | ${r.kvEvents && r.strategy !== 'oracle' ? 'on' : r.strategy === 'oracle' ? '–' : 'off'} | ${r.requests}${cut(r)} (${r.errors}) | ${pct(r.hitRate)} | ${pct(r.hitRate / r.idealHitRate)} | ${f(r.ttftP50Ms)} / ${f(r.ttftP90Ms)} | ${ratio(r.p90VsOnePod)} | ${ratio(r.p90VsOracle)} | ${f(s?.cpuMsPerRequest, 2)} | ${f(s?.idleCpuMsPerSecond, 1)} | ${f(s?.rssMbPerPod)} | ${f(s?.redisCommandsPerRequest, 2)} | ${f(s?.redisMemoryMb, 1)} | ${f(s?.kvEventsPerSecond)} | ${f(s?.kvEventCpuMsPerSecond, 1)} |`;
   });
   const failures = rows.filter((r) => r.kind === 'socket' && r.errors > 0).map((r) =>
     `- R=${r.replicas} ${who(r)} S=${r.sessions}: ${r.errors} failed (${Object.entries(r.errorKinds ?? {}).map(([k, n]) => `${n}× ${k}`).join('; ')})`);
@@ -24,7 +26,7 @@ export function socketTable(rows: readonly ScaleRow[]): string {
 export function desTable(rows: readonly ScaleRow[]): string {
   const head = '| R | routing | S | requests | hit rate | of ideal | TTFT p50 / p90 ms | p90 vs 1 pod | p90 vs oracle | router CPU ms/req | virtual s | wall s |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   const lines = rows.filter((r) => r.kind === 'des').map((r) =>
-    `| ${r.replicas} | ${who(r)} | ${r.sessions} | ${r.requests} | ${pct(r.hitRate)} | ${pct(r.hitRate / r.idealHitRate)} | ${f(r.ttftP50Ms)} / ${f(r.ttftP90Ms)} | ${ratio(r.p90VsOnePod)} | ${ratio(r.p90VsOracle)} | ${f(r.routerCpuMsPerRequest, 3)} | ${f(r.durationS)} | ${f(r.wallS, 1)} |`);
+    `| ${r.replicas} | ${who(r)} | ${r.sessions} | ${r.requests}${cut(r)} | ${pct(r.hitRate)} | ${pct(r.hitRate / r.idealHitRate)} | ${f(r.ttftP50Ms)} / ${f(r.ttftP90Ms)} | ${ratio(r.p90VsOnePod)} | ${ratio(r.p90VsOracle)} | ${f(r.routerCpuMsPerRequest, 3)} | ${f(r.durationS)} | ${f(r.wallS, 1)} |`);
   return [head, ...lines].join('\n');
 }
 

@@ -38,6 +38,8 @@ export interface DesOptions {
   statsIntervalMs: number;
   /** Virtual time after which no new turn starts. */
   maxVirtualMs: number;
+  /** Wall-clock bound: past it the run stops where it is (truncated), whatever is still open. */
+  maxWallMs?: number;
   seed: number;
 }
 
@@ -167,8 +169,11 @@ export function runDes(o: DesOptions): DesRun {
     clock.setTimeout(() => send(0, 0, plan.turns[0].user), plan.startMs);
   });
 
-  // Bounded: every session ends by the deadline plus one turn; the scrape stops with the last one.
-  clock.run(Number.POSITIVE_INFINITY);
+  // Bounded: every session ends by the deadline plus one turn, the scrape stops with the last one,
+  // and the wall-clock bound stops the loop itself.
+  const wallDeadline = performance.now() + (o.maxWallMs ?? Number.POSITIVE_INFINITY);
+  clock.run(Number.POSITIVE_INFINITY, () => performance.now() > wallDeadline);
+  if (active > 0) truncated = true;
   let queries = 0;
   let hits = 0;
   for (const r of replicas) {
