@@ -100,9 +100,10 @@ export function compareRows(rows: ScaleRow[]): void {
     if (r.socket && r.kvEvents) {
       const off = rows.find((x) => same(x, r) && x.strategy === r.strategy && x.pods === r.pods && !x.kvEvents && x.socket);
       if (off?.socket) {
-        // Per pod and per second of run: CPU/request × requests/s per pod, with and without events.
-        const rate = (x: ScaleRow) => ((x.socket as SocketFigures).cpuMsPerRequestRaw * x.requests) / x.durationS / x.pods;
-        r.socket.kvEventCpuMsPerSecond = rate(r) - rate(off);
+        // The CPU per request that events add (idle work apart in both rows, the same requests),
+        // per second of this row's run and per pod. Raw rates would mostly compare idle work: it
+        // dominates at hundreds of replicas, and the two rows need not last as long.
+        r.socket.kvEventCpuMsPerSecond = ((r.socket.cpuMsPerRequest - (off.socket as SocketFigures).cpuMsPerRequest) * r.requests) / r.durationS / r.pods;
       }
     }
   }

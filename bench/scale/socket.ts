@@ -48,6 +48,23 @@ export interface SocketRowResult {
   faultAtMs: number | null;
 }
 
+/**
+ * Start-up work is not idle work: module loading, the first probes and scrapes, every KV-event
+ * stream connecting and replaying (seconds at 256 replicas). Waits, in one-second windows and for
+ * at most 15 s, until the pods' CPU rate stops falling: two windows in a row within 20% (or 2 ms/s).
+ */
+async function settle(pids: readonly number[], progress: (line: string) => void, tag: string): Promise<void> {
+  progress(`${tag} waiting for the pods' start-up work to end`);
+  let last = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 15; i++) {
+    const c0 = cpuSecondsOfAll(pids);
+    await sleep(1000);
+    const rate = (cpuSecondsOfAll(pids) - c0) * 1000;
+    if (Math.abs(rate - last) <= Math.max(0.2 * last, 2 * pids.length)) return;
+    last = rate;
+  }
+}
+
 export async function runSocketRow(o: SocketRowOptions, progress: (line: string) => void): Promise<SocketRowResult> {
   const t0 = performance.now();
   const workload = buildScaleWorkload(o.workload);
@@ -67,7 +84,7 @@ export async function runSocketRow(o: SocketRowOptions, progress: (line: string)
     let idleCpuS = 0;
     let idleSpan = 1;
     if (pids.length > 0) {
-      await sleep(1000); // start-up work (module loading, first scrapes) is not idle work
+      await settle(pids, progress, tag);
       const idle0 = cpuSecondsOfAll(pids);
       const idleT0 = performance.now();
       progress(`${tag} measuring the pods idle for ${o.idleS} s`);
