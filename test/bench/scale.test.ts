@@ -3,12 +3,13 @@ import { test } from 'node:test';
 import { runScale, SCALE_DEFAULTS } from '../../bench/scale/bench.js';
 import { createVirtualClock } from '../../bench/scale/des/clock.js';
 import { runDes } from '../../bench/scale/des/run.js';
+import { faultOutcome } from '../../bench/scale/faults.js';
 import { buildScaleHtml } from '../../bench/scale/html.js';
 import { markdownReport } from '../../bench/scale/markdown.js';
 import type { ScalePlan } from '../../bench/scale/plan.js';
 import { runFigures } from '../../bench/scale/rows.js';
 import { buildScaleWorkload, LIGHT_OUTPUT_TOKENS, SCALE_KV_BLOCKS } from '../../bench/scale/workload.js';
-import { plannedRequests } from '../../bench/voice/run.js';
+import { plannedRequests, type TurnRecord } from '../../bench/voice/run.js';
 
 test('the virtual clock runs timers in time order, FIFO among equals, and skips cancelled ones', () => {
   const clock = createVirtualClock();
@@ -82,4 +83,22 @@ test('a tiny bench:scale: socket rows through 1 and 2 real gateway pods on one r
   assert.match(md, /\| 4 \| 2 pods \| 20 \| on \|/);
   const html = buildScaleHtml(r);
   assert.match(html, /<svg[^>]*>.*Prefix-cache hit rate/s);
+});
+
+test('a fault\'s outcome: failures inside and outside the fault\'s moment, and the last move of a keyed session after it', () => {
+  const rec = (session: number, sentMs: number, totalMs: number, replica: string, ok = true, keyMode: TurnRecord['keyMode'] = 'header') =>
+    ({ session, sentMs, totalMs, replica, ok, keyMode }) as TurnRecord;
+  const records = [
+    rec(0, 0, 100, 'a'), rec(0, 900, 200, 'a', false), // in flight at 1,000 ms: may fail
+    rec(0, 1500, 100, 'b'), // moved after the fault, 500 ms after it
+    rec(1, 0, 100, 'c'), rec(1, 3000, 100, 'd', true, 'none'), // keyless: not a placement move
+    rec(2, 2000, 50, 'a', false), // failed outside the fault: the gateway's fault
+  ];
+  const o = faultOutcome('pod-kill', records, 1000, { replicas: 4, pods: 2, sessions: 3, hitRate: 0.9, ttftP90Ms: 100 });
+  assert.equal(o.failed, 2);
+  assert.equal(o.inFlightAtFault, 1);
+  assert.equal(o.failedOutsideFault, 1);
+  assert.equal(o.movesBefore, 0);
+  assert.equal(o.movesAfter, 1);
+  assert.equal(o.agreeAfterMs, 500);
 });
