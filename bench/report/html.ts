@@ -10,7 +10,7 @@ import { sameTurns } from './same-turns.js';
 import { esc } from './svg.js';
 import { turnWaitChart } from './turn-chart.js';
 
-const CSS = `
+export const CSS = `
 body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;color:#1d2327;max-width:1060px;margin:24px auto;padding:0 16px;background:#fbfbfa}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 .sub{color:#555;margin:0 0 12px}

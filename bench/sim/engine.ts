@@ -1,4 +1,4 @@
-// The engine core: a vLLM V1-style scheduler driven by real-time timers.
+// The engine core: a vLLM V1-style scheduler driven by timers (real ones, or a virtual clock).
 //
 // Each step: running sequences first (one token each when decoding, the next chunk when still
 // prefilling), preempting the most recently admitted one when the KV pool cannot grow; then, if
@@ -6,6 +6,8 @@
 // (max_num_batched_tokens) and blocks last. A step's duration comes from timing.ts; tokens are
 // sampled and streamed when it ends. The loop runs only while there is work: no idle timers.
 // Steps are laid end to end on a virtual clock, so a late timer does not stretch the next step.
+// The clock is injectable: the real one by default, a virtual one for a discrete-event run
+// (bench/scale/des/) that drives this same scheduler without waiting.
 
 import type { SimConfig } from './config.js';
 import type { BlockPool } from './kv-cache.js';
@@ -37,19 +39,32 @@ export interface Engine {
   stop(): void;
 }
 
+/** Where the engine reads the time and sets its step timer. */
+export interface EngineClock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export const REAL_CLOCK: EngineClock = {
+  now: () => performance.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+};
+
 interface Scheduled extends StepItem {
   seq: Seq;
 }
 
 const RESYNC_MS = 50;
 
-export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks): Engine {
+export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks, clock: EngineClock = REAL_CLOCK): Engine {
   const bs = cfg.blockSize;
   let waiting: Seq[] = [];
   let running: Seq[] = [];
   /** Inside complete(): the step's items are being handed out. */
   let completing = false;
-  let timer: NodeJS.Timeout | null = null;
+  let timer: unknown = null;
   let stepEnd = 0;
   let slow = 1;
 
@@ -167,7 +182,7 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
   }
 
   function complete(items: Scheduled[]): void {
-    const now = performance.now();
+    const now = clock.now();
     completing = true;
     try {
       completeItems(items, now);
@@ -199,7 +214,7 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
 
   function startStep(backToBack: boolean, dueMs?: number): void {
     if (timer || (running.length === 0 && waiting.length === 0)) return;
-    const now = performance.now();
+    const now = clock.now();
     // A step that follows another starts where that one ended (so a late timer does not
     // stretch it); one woken by an arrival starts when the arrival was due; when far behind
     // on a starved machine, it starts now.
@@ -209,7 +224,7 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
     const items = schedule();
     if (items.length === 0) return;
     stepEnd = start + stepMs(cfg, items) * slow;
-    timer = setTimeout(() => {
+    timer = clock.setTimeout(() => {
       timer = null;
       complete(items);
       startStep(true);
@@ -226,7 +241,7 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
   const api: Engine = {
     submit(seq, dueMs) {
       seq.status = 'waiting';
-      seq.engineArrivalMs = dueMs !== undefined ? Math.min(dueMs, performance.now()) : performance.now();
+      seq.engineArrivalMs = dueMs !== undefined ? Math.min(dueMs, clock.now()) : clock.now();
       if (byPriority) enqueue(seq);
       else waiting.push(seq);
       startStep(false, dueMs);
@@ -253,7 +268,7 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
       slow = f > 0 ? f : 1;
     },
     reset() {
-      if (timer) clearTimeout(timer);
+      if (timer) clock.clearTimeout(timer);
       timer = null;
       for (const seq of [...running, ...waiting]) seq.status = 'aborted';
       running = [];
@@ -261,7 +276,7 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
       pool.reset();
     },
     stop() {
-      if (timer) clearTimeout(timer);
+      if (timer) clock.clearTimeout(timer);
       timer = null;
     },
   };

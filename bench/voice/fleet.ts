@@ -74,8 +74,9 @@ interface AdminReplicas {
 /**
  * `kvEvents`: the gateway reads each replica's KV events; `config`: settings for its config file.
  * With either, the upstreams come from that one file too (a second --config would replace it).
+ * `readyMs`: how long it may take to see every replica up (hundreds of replicas take longer).
  */
-export async function startGateway(urls: string[], strategy: string, more: string[] = [], kvEvents: KvEndpoint[] | null = null, config: Record<string, unknown> | null = null): Promise<Gateway> {
+export async function startGateway(urls: string[], strategy: string, more: string[] = [], kvEvents: KvEndpoint[] | null = null, config: Record<string, unknown> | null = null, readyMs = 10_000): Promise<Gateway> {
   let t: Target;
   if (kvEvents === null && config === null) {
     t = await startWarmroute(urls[0], [...urls.slice(1).flatMap((u) => ['--upstream', u]), '--strategy', strategy, '--log-level', 'warn', ...more]);
@@ -102,13 +103,13 @@ export async function startGateway(urls: string[], strategy: string, more: strin
   });
   // Ready once every replica is up and its model list is known (bounded wait; a gateway that never
   // gets there fails the run rather than measuring a fleet it only half sees).
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + readyMs;
   for (;;) {
     const r = (await (await call(`${adminUrl}/admin/replicas`)).json()) as AdminReplicas;
     if (r.replicas.every((x) => x.state === 'up' && x.models !== null)) break;
     if (Date.now() > deadline) {
       await t.child!.stop();
-      throw new Error(`the ${strategy} gateway did not see every replica up within 10 s: ${r.replicas.map((x) => `${x.name} ${x.state}${x.models === null ? ' (no model list)' : ''}`).join(', ')}`);
+      throw new Error(`the ${strategy} gateway did not see every replica up within ${readyMs / 1000} s: ${r.replicas.map((x) => `${x.name} ${x.state}${x.models === null ? ' (no model list)' : ''}`).join(', ')}`);
     }
     await new Promise((res) => setTimeout(res, 100));
   }

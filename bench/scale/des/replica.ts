@@ -1,0 +1,90 @@
+// One simulated replica in virtual time: the simulator's own request parsing, output plan, engine
+// (scheduler, chunked prefill, preemption) and KV block pool, with no HTTP. What the HTTP replica
+// adds is its frontend delay (timing.ts frontendMs), applied here before the engine sees the
+// request, as bench/sim/generate.ts does.
+
+import { resolveConfig, type SimConfig } from '../../sim/config.js';
+import { createEngine, type Engine } from '../../sim/engine.js';
+import { createBlockPool, type BlockPool } from '../../sim/kv-cache.js';
+import { planOutput } from '../../sim/output.js';
+import { parseChat } from '../../sim/request.js';
+import { createSeq, NO_SALT_ROOT, saltRoot } from '../../sim/sequence.js';
+import { frontendMs } from '../../sim/timing.js';
+import { SPECIAL } from '../../sim/tokenizer.js';
+import type { ToolCall } from '../../voice/client.js';
+import type { VirtualClock } from './clock.js';
+
+export interface VirtualAnswer {
+  /** Virtual ms from arrival at the replica to its first token; null when refused. */
+  ttftMs: number | null;
+  content: string;
+  toolCall: ToolCall | null;
+  finishReason: string | null;
+  promptTokens: number;
+  cachedTokens: number;
+  error: string | null;
+}
+
+export interface VirtualReplica {
+  name: string;
+  config: SimConfig;
+  pool: BlockPool;
+  engine: Engine;
+  /** Queries and hits of the prefix cache at first admission, as vllm:prefix_cache_* count them. */
+  queries: number;
+  hits: number;
+  /** Serves one chat request; `done` runs in virtual time when its answer is complete. */
+  serve(body: Record<string, unknown>, done: (a: VirtualAnswer) => void): void;
+}
+
+let ids = 0;
+
+export function createVirtualReplica(clock: VirtualClock, index: number, knobs: { kvBlocks: number; outputTokens: [number, number] }): VirtualReplica {
+  const config = resolveConfig({ kvBlocks: knobs.kvBlocks, outputTokens: { min: knobs.outputTokens[0], max: knobs.outputTokens[1] } }, index);
+  const pool = createBlockPool(config.kvBlocks, null, config.blockSize);
+  const r: VirtualReplica = {
+    name: config.name, config, pool, queries: 0, hits: 0,
+    engine: createEngine(config, pool, {
+      onAdmit(_seq, queried, hit, first) {
+        if (!first) return;
+        r.queries += queried;
+        r.hits += hit;
+      },
+      onFirstToken() {},
+      onToken() {},
+      onFinish() {},
+      onPreempt() {},
+    }, clock),
+    serve(body, done) {
+      const g = parseChat(body, config);
+      const arrival = clock.now();
+      if ('status' in g) {
+        done({ ttftMs: null, content: '', toolCall: null, finishReason: null, promptTokens: 0, cachedTokens: 0, error: `${g.status} ${g.body}` });
+        return;
+      }
+      const plan = planOutput({ seed: config.seed, prompt: g.prompt, length: config.outputTokens, tool: g.tool, eosId: SPECIAL.endOfTurn });
+      let ttftMs: number | null = null;
+      const seq = createSeq({
+        id: `v-${ids++}`, prompt: g.prompt, root: g.cacheSalt === undefined ? NO_SALT_ROOT : saltRoot(g.cacheSalt), plan,
+        maxOut: Math.min(plan.ids.length, g.maxTokens), httpArrivalMs: arrival,
+        sink: {
+          onToken(_s, index) {
+            if (index === 0) ttftMs = clock.now() - arrival;
+          },
+          onFinish(s, reason) {
+            const natural = s.generated >= plan.ids.length;
+            const text = plan.deltas.slice(0, s.generated).map((d) => (d.t === 'text' ? d.text : '')).join('');
+            done({
+              ttftMs, content: plan.tool ? '' : text, toolCall: plan.tool && natural ? { ...plan.tool } : null,
+              finishReason: reason === 'abort' ? null : natural ? (plan.finish === 'tool_calls' && g.toolNamed ? 'stop' : plan.finish) : 'length',
+              promptTokens: s.promptLen, cachedTokens: Math.max(0, s.cachedTokens), error: reason === 'abort' ? 'aborted' : null,
+            });
+          },
+        },
+      });
+      const due = arrival + frontendMs(config, g.prompt.length);
+      clock.setTimeout(() => r.engine.submit(seq, due), due - arrival);
+    },
+  };
+  return r;
+}

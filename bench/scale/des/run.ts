@@ -1,0 +1,185 @@
+// The discrete-event run: the voice workload's sessions through G gateways' routers in virtual
+// time, against R virtual replicas (des/replica.ts), no sockets. What runs is the router's own
+// code — createRouter's route() before each request and served() after it, from the same
+// identities the gateway computes (identify/) — and the simulator's engine, block pool and
+// timing. What is modelled, not run:
+// - the gateway's own time and the network: a constant `gatewayMs` per request;
+// - the pods share pins through one in-memory store, read and written at once (Redis adds a
+//   round trip and a local cache; the socket run measures that);
+// - each pod sees its own requests in flight, and every replica's waiting/running/KV usage from
+//   a scrape every `statsIntervalMs` (the gateway's fleet.statsIntervalMs);
+// - the token ratio is learnt before the first session, as the gateway's /tokenize probe does.
+
+import { DEFAULT_IDENTITY_OPTIONS, identify } from '../../../src/identify/identity.js';
+import { mulberry32 } from '../../../src/prng.js';
+import { createRouter } from '../../../src/routing/router.js';
+import type { ReplicaView, Router } from '../../../src/routing/types.js';
+import { createMemorySessionStore } from '../../../src/store/memory.js';
+import { RATIO_SAMPLE } from '../../../src/fleet/token-ratio.js';
+import { pushText } from '../../sim/tokenizer.js';
+import type { Exchange } from '../../voice/client.js';
+import { dialogueOf } from '../../voice/dialogue.js';
+import type { SentRequest } from '../../voice/ideal.js';
+import type { Workload } from '../../voice/workload.js';
+import { createVirtualClock } from './clock.js';
+import { createVirtualReplica, type VirtualAnswer } from './replica.js';
+
+export type DesStrategy = 'affinity' | 'round-robin' | 'oracle';
+
+export interface DesOptions {
+  replicas: number;
+  /** Gateway pods sharing one store; each request to one at random. Ignored by the oracle. */
+  pods: number;
+  strategy: DesStrategy;
+  workload: Workload;
+  kvBlocks: number;
+  outputTokens: [number, number];
+  gatewayMs: number;
+  statsIntervalMs: number;
+  /** Virtual time after which no new turn starts. */
+  maxVirtualMs: number;
+  /** Wall-clock bound: past it the run stops where it is (truncated), whatever is still open. */
+  maxWallMs?: number;
+  seed: number;
+}
+
+export interface DesRecord {
+  session: number;
+  turn: number;
+  step: number;
+  /** Virtual ms sent → first token, as the client would see it (gatewayMs included). */
+  ttftMs: number | null;
+  ok: boolean;
+  replica: string;
+  route: string | null;
+  promptTokens: number;
+  cachedTokens: number;
+}
+
+export interface DesRun {
+  records: DesRecord[];
+  /** Aligned with records: what was sent and received, for the ideal model. */
+  sent: SentRequest[];
+  queries: number;
+  hits: number;
+  virtualMs: number;
+  truncated: boolean;
+  /** CPU ms the routers spent in identify(), route() and served(), per request (process CPU time). */
+  routerCpuMsPerRequest: number;
+}
+
+const WALL_EPOCH = Date.UTC(2026, 0, 1);
+
+function viewOf(name: string, capacityTokens: number): ReplicaView & { inflight: number; waiting: number; running: number; kvUsage: number } {
+  return { name, weight: 1, up: true, draining: false, inflight: 0, models: null, waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: capacityTokens };
+}
+
+export function runDes(o: DesOptions): DesRun {
+  const clock = createVirtualClock();
+  const replicas = Array.from({ length: o.replicas }, (_, i) => createVirtualReplica(clock, i, { kvBlocks: o.kvBlocks, outputTokens: o.outputTokens }));
+  const byName = new Map(replicas.map((r) => [r.name, r]));
+  const store = createMemorySessionStore({ maxSessions: 1_000_000, ttlMs: 3_600_000 });
+  const ratio = (() => {
+    const t: number[] = [];
+    pushText(t, RATIO_SAMPLE);
+    return { estimated: Math.ceil(Buffer.byteLength(RATIO_SAMPLE) / DEFAULT_IDENTITY_OPTIONS.bytesPerToken), reported: t.length };
+  })();
+  const pods = o.strategy === 'oracle' ? [] : Array.from({ length: Math.max(1, o.pods) }, (_, g) => {
+    const router: Router = createRouter(o.strategy as 'affinity' | 'round-robin', { store, now: () => WALL_EPOCH + clock.now(), random: mulberry32(o.seed * 31 + g) });
+    router.tokenRatio(ratio.estimated, ratio.reported);
+    const views = replicas.map((r) => viewOf(r.name, r.config.kvBlocks * r.config.blockSize));
+    return { router, views, byName: new Map(views.map((v) => [v.name, v])) };
+  });
+  const podRandom = mulberry32(o.workload.options.seed + 7);
+  const records: DesRecord[] = [];
+  const sent: SentRequest[] = [];
+  let active = o.workload.sessions.length;
+  // The router's own CPU, apart from the simulator's: what a gateway pod spends deciding.
+  let routerCpuUs = 0;
+  const timed = <T>(fn: () => T): T => {
+    const c = process.cpuUsage();
+    try {
+      return fn();
+    } finally {
+      const d = process.cpuUsage(c);
+      routerCpuUs += d.user + d.system;
+    }
+  };
+  let truncated = false;
+
+  const scrape = () => {
+    for (const p of pods) {
+      for (const v of p.views) {
+        const r = byName.get(v.name)!;
+        v.waiting = r.engine.waiting();
+        v.running = r.engine.running();
+        v.kvUsage = r.pool.usage();
+      }
+    }
+    if (active > 0) clock.setTimeout(scrape, o.statsIntervalMs);
+  };
+  scrape();
+
+  o.workload.sessions.forEach((plan, si) => {
+    const group = o.workload.groups[plan.group];
+    const dialogue = dialogueOf('chat', plan, group);
+    const done = () => { active--; };
+    const send = (turn: number, step: number, user: string | null) => {
+      const req = dialogue.next(user);
+      const messages = dialogue.messages.slice();
+      const sentAt = clock.now();
+      let replica: string;
+      let route: string | null = null;
+      let settle: (a: VirtualAnswer) => void = () => {};
+      if (o.strategy === 'oracle') {
+        replica = replicas[si % replicas.length].name;
+      } else {
+        const pod = pods[Math.floor(podRandom() * pods.length)];
+        const { identity, d } = timed(() => {
+          const identity = identify('chat', req.body, req.headers, DEFAULT_IDENTITY_OPTIONS);
+          return { identity, d: pod.router.route({ identity, replicas: pod.views }) };
+        });
+        replica = d.ranked[0].name;
+        route = d.reason;
+        const view = pod.byName.get(replica)!;
+        view.inflight++;
+        settle = (a) => {
+          view.inflight--;
+          timed(() => pod.router.served(identity, { replica, result: a.error === null ? 'ok' : 'error', replicaTtftMs: a.ttftMs, promptTokens: a.promptTokens, cachedTokens: a.cachedTokens }));
+        };
+      }
+      clock.setTimeout(() => byName.get(replica)!.serve(req.body, (a) => {
+        settle(a);
+        const ok = a.error === null && a.ttftMs !== null;
+        records.push({ session: si, turn, step, ttftMs: a.ttftMs === null ? null : a.ttftMs + o.gatewayMs, ok, replica, route, promptTokens: a.promptTokens, cachedTokens: a.cachedTokens });
+        sent.push({ sentAt, messages, tools: group.tools, content: a.content, toolCall: a.toolCall, finishReason: a.finishReason });
+        dialogue.settle({ content: a.content, toolCall: a.toolCall } as Exchange, ok, step);
+        // The agent speaks after the tool result at once: part of the same caller turn.
+        if (ok && step === 0 && a.toolCall) return send(turn, 1, null);
+        if (turn + 1 >= plan.turns.length) return done();
+        clock.setTimeout(() => {
+          if (clock.now() > o.maxVirtualMs) {
+            truncated = true;
+            return done();
+          }
+          send(turn + 1, 0, plan.turns[turn + 1].user);
+        }, plan.turns[turn].thinkMs);
+      }), o.gatewayMs);
+    };
+    clock.setTimeout(() => send(0, 0, plan.turns[0].user), plan.startMs);
+  });
+
+  // Bounded: every session ends by the deadline plus one turn, the scrape stops with the last one,
+  // and the wall-clock bound stops the loop itself.
+  const wallDeadline = performance.now() + (o.maxWallMs ?? Number.POSITIVE_INFINITY);
+  clock.run(Number.POSITIVE_INFINITY, () => performance.now() > wallDeadline);
+  if (active > 0) truncated = true;
+  let queries = 0;
+  let hits = 0;
+  for (const r of replicas) {
+    queries += r.queries;
+    hits += r.hits;
+  }
+  for (const r of replicas) r.engine.stop();
+  return { records, sent, queries, hits, virtualMs: clock.now(), truncated, routerCpuMsPerRequest: routerCpuUs / 1000 / Math.max(1, records.length) };
+}
