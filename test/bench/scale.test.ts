@@ -49,6 +49,18 @@ test('discrete-event run: warmroute keeps the caches warm where round-robin cann
   assert.ok(affinity.r.records.some((x) => x.route === 'placed') && affinity.r.records.some((x) => x.route === 'pinned'));
 });
 
+test('discrete-event run: eight pods on one store place as one (the activity channel in virtual time)', () => {
+  const workload = buildScaleWorkload({ sessions: 128, turns: 4, startsPerSecond: 40, seed: 3 });
+  const run = (pods: number) => {
+    const r = runDes({ replicas: 16, pods, strategy: 'affinity', workload, kvBlocks: SCALE_KV_BLOCKS, outputTokens: LIGHT_OUTPUT_TOKENS, gatewayMs: 1, statsIntervalMs: 1000, maxVirtualMs: 3_600_000, seed: 3 });
+    return runFigures(r.records, r.sent, r);
+  };
+  const one = run(1);
+  const eight = run(8);
+  assert.equal(eight.errors, 0);
+  assert.ok(eight.hitRate >= one.hitRate - 0.01, `8 pods ${eight.hitRate} vs 1 pod ${one.hitRate}`);
+});
+
 test('a tiny bench:scale: socket rows through 1 and 2 real gateway pods on one redis-server, DES rows, the validation, the report', { timeout: 120_000 }, async () => {
   const plan: ScalePlan = {
     socket: [

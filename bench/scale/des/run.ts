@@ -5,7 +5,9 @@
 // timing. What is modelled, not run:
 // - the gateway's own time and the network: a constant `gatewayMs` per request;
 // - the pods share pins through one in-memory store, read and written at once (Redis adds a
-//   round trip and a local cache; the socket run measures that);
+//   round trip and a local cache; the socket run measures that), and tell each other their
+//   sessions' turns as the activity channel does, one hop late for a fresh placement and in 100 ms
+//   batches otherwise (des/activity.ts);
 // - each pod sees its own requests in flight, and every replica's waiting/running/KV usage from
 //   a scrape every `statsIntervalMs` (the gateway's fleet.statsIntervalMs);
 // - the token ratio is learnt before the first session, as the gateway's /tokenize probe does.
@@ -15,6 +17,7 @@ import { mulberry32 } from '../../../src/prng.js';
 import { createRouter } from '../../../src/routing/router.js';
 import type { ReplicaView, Router } from '../../../src/routing/types.js';
 import { createMemorySessionStore } from '../../../src/store/memory.js';
+import { createActivityBus } from './activity.js';
 import { RATIO_SAMPLE } from '../../../src/fleet/token-ratio.js';
 import { pushText } from '../../sim/tokenizer.js';
 import type { Exchange } from '../../voice/client.js';
@@ -79,13 +82,15 @@ export function runDes(o: DesOptions): DesRun {
   const replicas = Array.from({ length: o.replicas }, (_, i) => createVirtualReplica(clock, i, { kvBlocks: o.kvBlocks, outputTokens: o.outputTokens }));
   const byName = new Map(replicas.map((r) => [r.name, r]));
   const store = createMemorySessionStore({ maxSessions: 1_000_000, ttlMs: 3_600_000 });
+  // Every pod's view of the one store, with the activity channel's fleet view between them.
+  const podStore = createActivityBus(store, clock);
   const ratio = (() => {
     const t: number[] = [];
     pushText(t, RATIO_SAMPLE);
     return { estimated: Math.ceil(Buffer.byteLength(RATIO_SAMPLE) / DEFAULT_IDENTITY_OPTIONS.bytesPerToken), reported: t.length };
   })();
   const pods = o.strategy === 'oracle' ? [] : Array.from({ length: Math.max(1, o.pods) }, (_, g) => {
-    const router: Router = createRouter(o.strategy as 'affinity' | 'round-robin', { store, now: () => WALL_EPOCH + clock.now(), random: mulberry32(o.seed * 31 + g) });
+    const router: Router = createRouter(o.strategy as 'affinity' | 'round-robin', { store: podStore(g), now: () => WALL_EPOCH + clock.now(), random: mulberry32(o.seed * 31 + g) });
     router.tokenRatio(ratio.estimated, ratio.reported);
     const views = replicas.map((r) => viewOf(r.name, r.config.kvBlocks * r.config.blockSize));
     return { router, views, byName: new Map(views.map((v) => [v.name, v])) };
