@@ -10,7 +10,7 @@ import { connect, type Socket } from 'node:net';
 import { request } from 'undici';
 import { startFixture } from '../helpers/fixture-upstream.js';
 import { accessLines, chatBody, startGateway, waitForAccess } from '../helpers/gateway.js';
-import { startRawReplica, sse } from '../helpers/raw-replica.js';
+import { floodEvents, startRawReplica, sse } from '../helpers/raw-replica.js';
 import { waitFor } from '../helpers/wait.js';
 
 const sha = (k: string) => createHash('sha256').update(k).digest('hex');
@@ -160,15 +160,7 @@ describe('issue 17 #6: a client that stops reading is ended after timeouts.clien
     const replica = await startRawReplica((req) => {
       const s = req.socket;
       s.on('close', () => { upstreamClosed = true; });
-      s.write('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n');
-      let sent = 0;
-      const pump = () => {
-        while (!s.destroyed && sent < 4096) {
-          sent++;
-          if (!s.write(`${Buffer.byteLength(event).toString(16)}\r\n${event}\r\n`)) return void s.once('drain', pump);
-        }
-      };
-      pump();
+      floodEvents(s, event);
     });
     const g = await startGateway([replica.url], { timeouts: { clientStallMs: 300 }, limits: { maxConcurrent: 4, maxInflightPerReplica: 4 } });
     const body = chatBody({ max_tokens: 4096 });

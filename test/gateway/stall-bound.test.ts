@@ -5,7 +5,7 @@ import { request } from 'undici';
 import { defaultsOf } from '../../src/config/defaults.js';
 import { ConfigSchema } from '../../src/config/schema.js';
 import { chatBody, startGateway, waitForAccess } from '../helpers/gateway.js';
-import { rawResponse, startRawReplica, sse } from '../helpers/raw-replica.js';
+import { rawResponse, floodEvents, startRawReplica, sse } from '../helpers/raw-replica.js';
 import { waitFor } from '../helpers/wait.js';
 
 const portOf = (url: string) => Number(new URL(url).port);
@@ -34,15 +34,7 @@ describe('a caller never waits behind a client that stopped reading', () => {
         return;
       }
       // As fast as the gateway takes it, at most 256 MiB: a gateway that never ends it fails the test instead of hanging.
-      s.write('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n');
-      let sent = 0;
-      const pump = () => {
-        while (!s.destroyed && sent < 4096) {
-          sent++;
-          if (!s.write(`${Buffer.byteLength(event).toString(16)}\r\n${event}\r\n`)) return void s.once('drain', pump);
-        }
-      };
-      pump();
+      floodEvents(s, event);
     });
     // One slot on the replica; every timeout at its default.
     const g = await startGateway([replica.url], { limits: { maxInflightPerReplica: 1 } });

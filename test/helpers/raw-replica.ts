@@ -89,3 +89,19 @@ export async function startRawReplica(answer: (req: RawRequest) => void): Promis
 /** An OpenAI-style SSE event. */
 export const sse = (obj: object) => `data: ${JSON.stringify(obj)}\n\n`;
 export const contentEvent = (text: string) => sse({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: text }, finish_reason: null }] });
+
+/**
+ * Streams `event` as a chunked SSE response as fast as the peer takes it, at most `max` times
+ * (so a gateway that never ends the exchange fails its test instead of hanging it).
+ */
+export function floodEvents(s: Socket, event: string, max = 4096): void {
+  s.write('HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n');
+  let sent = 0;
+  const pump = () => {
+    while (!s.destroyed && sent < max) {
+      sent++;
+      if (!s.write(`${Buffer.byteLength(event).toString(16)}\r\n${event}\r\n`)) return void s.once('drain', pump);
+    }
+  };
+  pump();
+}
