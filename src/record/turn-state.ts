@@ -1,7 +1,26 @@
 // The state caller turns keep (turns.ts), shared with the part that hears other gateways' turns (turns-shared.ts).
 
 import type { TurnOpened } from '../store/types.js';
-import type { TurnCloseCause, TurnSummary } from './turns.js';
+
+export const TURN_CLOSE_CAUSES = ['next', 'idle', 'evicted'] as const;
+export type TurnCloseCause = (typeof TURN_CLOSE_CAUSES)[number];
+
+/** A closed turn as the admin view shows it. */
+export interface TurnSummary {
+  readonly index: number;
+  readonly calls: number;
+  /** Calls that overlapped no other call of the turn. */
+  readonly sequential: number;
+  /** Calls that ran while another call of the turn was open. */
+  readonly overlapped: number;
+  /** First request received → first content token of the last call that produced content; null: none did. */
+  readonly waitMs: number | null;
+  /** Sum over the calls of the replica's TTFT (request written → first token) and the generation after it. */
+  readonly llmMs: number;
+  readonly overBudget: boolean;
+  readonly startedAt: string;
+  readonly closedBy: TurnCloseCause;
+}
 
 export interface Call { received: number; sent: number; firstToken: number; ended: number }
 

@@ -1,7 +1,6 @@
 import { nowMs } from '../telemetry/hop-clock.js';
 import type { TurnCall, TurnChannel, TurnOpened } from '../store/types.js';
-import { MAX_CALLS_KEPT, toMono, toWall, type Call, type Session, type Turn } from './turn-state.js';
-import type { TurnCloseCause } from './turns.js';
+import { MAX_CALLS_KEPT, toMono, toWall, type Call, type Session, type Turn, type TurnCloseCause } from './turn-state.js';
 
 export interface TurnSharingDeps {
   readonly shared: TurnChannel;

@@ -3,7 +3,7 @@ import type { HopClock } from '../telemetry/hop-clock.js';
 import { nowMs } from '../telemetry/hop-clock.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { TurnChannel, TurnOpened } from '../store/types.js';
-import { MAX_CALLS_KEPT, overlapCount, toWall, wall, type Call, type Placed, type Session, type Turn, type TurnWords } from './turn-state.js';
+import { MAX_CALLS_KEPT, overlapCount, toWall, TURN_CLOSE_CAUSES, wall, type Call, type Placed, type Session, type Turn, type TurnCloseCause, type TurnSummary, type TurnWords } from './turn-state.js';
 import { listenToOtherGateways } from './turns-shared.js';
 
 /**
@@ -26,25 +26,7 @@ export interface TurnsOptions {
   readonly keep: number;
 }
 
-export const TURN_CLOSE_CAUSES = ['next', 'idle', 'evicted'] as const;
-export type TurnCloseCause = (typeof TURN_CLOSE_CAUSES)[number];
-
-/** A closed turn as the admin view shows it. */
-export interface TurnSummary {
-  readonly index: number;
-  readonly calls: number;
-  /** Calls that overlapped no other call of the turn. */
-  readonly sequential: number;
-  /** Calls that ran while another call of the turn was open. */
-  readonly overlapped: number;
-  /** First request received → first content token of the last call that produced content; null: none did. */
-  readonly waitMs: number | null;
-  /** Sum over the calls of the replica's TTFT (request written → first token) and the generation after it. */
-  readonly llmMs: number;
-  readonly overBudget: boolean;
-  readonly startedAt: string;
-  readonly closedBy: TurnCloseCause;
-}
+export { TURN_CLOSE_CAUSES, type TurnCloseCause, type TurnSummary } from './turn-state.js';
 
 /** Where a request fell: written in its access line. */
 export interface TurnPlace {

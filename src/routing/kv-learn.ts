@@ -4,7 +4,35 @@
  */
 
 import { ancestor, NIL, parentOf, type BlockSlab } from './kv-blocks.js';
-import type { LearnOutcome, ReplicaBlocks, Stream } from './kv-residency.js';
+
+export interface LearnOutcome {
+  readonly learned: boolean;
+  /** Why not: no block at the prompt's depth stored since, several and none descends from what the conversation had, no events yet. */
+  readonly reason: 'learned' | 'none' | 'ambiguous' | 'short' | 'unknown_replica';
+}
+
+/** One replica's rank: its own engine, cache and sequence. */
+export interface Stream {
+  readonly id: number;
+  readonly rank: number;
+  readonly replica: ReplicaBlocks;
+  live: boolean;
+  blockSize: number;
+  blocks: number;
+  /** Slots in the order stored, for learning (a ring; a slot since reused is checked on use). */
+  readonly recent: Int32Array;
+  recentAt: number;
+  recentLen: number;
+  /** Depth → first slot of that depth (further through the slab's depth lists). */
+  readonly byDepth: Map<number, number>;
+}
+
+export interface ReplicaBlocks {
+  readonly name: string;
+  readonly streams: (Stream | undefined)[];
+  /** Link → the slot it is matched to. */
+  readonly linkBlock: Map<string, number>;
+}
 
 export interface LearnContext {
   readonly slab: BlockSlab;

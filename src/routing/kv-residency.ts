@@ -30,7 +30,9 @@
  */
 
 import { createBlockSlab, NIL, type BlockSlab } from './kv-blocks.js';
-import { learnBlocks } from './kv-learn.js';
+import { learnBlocks, type LearnOutcome, type ReplicaBlocks, type Stream } from './kv-learn.js';
+
+export type { LearnOutcome } from './kv-learn.js';
 
 export type { AllBlocksCleared, BlockKey, BlockRemoved, BlockStored, KvEvent } from './kv-event-types.js';
 import type { KvEvent } from './kv-event-types.js';
@@ -44,12 +46,6 @@ export interface KvResidencyHooks {
   matched?(replica: string, links: readonly string[]): void;
   /** The budget forgot the blocks these links were matched to (not an eviction): estimates again. */
   unmatched?(replica: string, links: readonly string[]): void;
-}
-
-export interface LearnOutcome {
-  readonly learned: boolean;
-  /** Why not: no block at the prompt's depth stored since, several and none descends from what the conversation had, no events yet. */
-  readonly reason: 'learned' | 'none' | 'ambiguous' | 'short' | 'unknown_replica';
 }
 
 export interface KvResidency {
@@ -70,29 +66,6 @@ export interface KvResidency {
   replicas(): string[];
   /** Blocks held over the whole fleet (≤ maxBlocks). */
   size(): number;
-}
-
-/** One replica's rank: its own engine, cache and sequence. */
-export interface Stream {
-  readonly id: number;
-  readonly rank: number;
-  readonly replica: ReplicaBlocks;
-  live: boolean;
-  blockSize: number;
-  blocks: number;
-  /** Slots in the order stored, for learning (a ring; a slot since reused is checked on use). */
-  readonly recent: Int32Array;
-  recentAt: number;
-  recentLen: number;
-  /** Depth → first slot of that depth (further through the slab's depth lists). */
-  readonly byDepth: Map<number, number>;
-}
-
-export interface ReplicaBlocks {
-  readonly name: string;
-  readonly streams: (Stream | undefined)[];
-  /** Link → the slot it is matched to. */
-  readonly linkBlock: Map<string, number>;
 }
 
 const RECENT = 4096;
