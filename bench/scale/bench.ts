@@ -134,8 +134,11 @@ export async function runScale(o: ScaleOptions, progress: (line: string) => void
   }
   compareRows(rows);
   const v = o.plan.validate;
-  const pair = (kind: 'socket' | 'des') => rows.find((r) => r.kind === kind && r.strategy === 'affinity' && r.pods === 1 && r.replicas === v.replicas && r.sessions === v.sessions);
-  const socketRow = pair('socket');
+  const pairs = (kind: 'socket' | 'des') => rows.filter((r) => r.kind === kind && r.strategy === 'affinity' && r.pods === 1 && r.replicas === v.replicas && r.sessions === v.sessions);
+  const pair = (kind: 'socket' | 'des') => pairs(kind)[0];
+  // The DES models no KV events (its routers learn from cached-token feedback): a socket row without
+  // them is the like-for-like one; with events the router knows residency exactly and hits more.
+  const socketRow = pairs('socket').find((r) => !r.kvEvents) ?? pair('socket');
   const desRow = pair('des');
   return {
     kind: 'warmroute-scale-bench',

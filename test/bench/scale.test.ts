@@ -66,6 +66,8 @@ test('a tiny bench:scale: socket rows through 1 and 2 real gateway pods on one r
     socket: [
       { replicas: 4, pods: 1, sessions: 20, kvEvents: true },
       { replicas: 4, pods: 2, sessions: 20, kvEvents: true },
+      // Like for like with the DES, which models no KV events: the row the validation reads.
+      { replicas: 4, pods: 1, sessions: 20, kvEvents: false },
     ],
     faults: null,
     des: [{ replicas: 4, pods: 1, sessions: 20, strategy: 'affinity' }],
@@ -74,22 +76,26 @@ test('a tiny bench:scale: socket rows through 1 and 2 real gateway pods on one r
   const r = await runScale({ ...SCALE_DEFAULTS, plan, idleS: 1, maxSeconds: 110 }, () => {});
   assert.deepEqual(r.skipped, []);
   assert.deepEqual(r.failed, []);
-  assert.deepEqual(r.rows.map((x) => `${x.kind} ${x.pods}`), ['socket 1', 'socket 2', 'des 1']);
+  assert.deepEqual(r.rows.map((x) => `${x.kind} ${x.pods}`), ['socket 1', 'socket 2', 'socket 1', 'des 1']);
   const planned = plannedRequests(buildScaleWorkload({ sessions: 20, turns: SCALE_DEFAULTS.turns, startsPerSecond: SCALE_DEFAULTS.startsPerSecond, seed: SCALE_DEFAULTS.seed }));
   for (const row of r.rows) {
     assert.equal(row.errors, 0, `${row.kind} ${row.pods}`);
     assert.ok(row.requests >= planned, `${row.kind} ${row.pods}: ${row.requests} of ${planned}`);
     assert.ok(row.hitRate > 0.5 && row.hitRate <= row.idealHitRate + 1e-9, `${row.kind} hit ${row.hitRate} ideal ${row.idealHitRate}`);
   }
+  assert.ok(r.validation !== null && r.validation.hitRate.socket === r.rows[2].hitRate, 'validated against the socket row without KV events');
   for (const row of r.rows.filter((x) => x.kind === 'socket')) {
     const s = row.socket!;
     assert.ok(s.cpuMsPerRequestRaw > 0 && s.rssMbPerPod > 30 && s.peakRssMbPerPod >= s.rssMbPerPod, JSON.stringify(s));
     // Pins are written to the shared Redis: some commands per request, and a bounded number.
     assert.ok(s.redisCommandsPerRequest !== null && s.redisCommandsPerRequest > 0.5 && s.redisCommandsPerRequest < 20, `${s.redisCommandsPerRequest}`);
-    assert.ok(s.kvEventsPerSecond > 0, 'the pods read the replicas\' KV events');
+    if (row.kvEvents) assert.ok(s.kvEventsPerSecond > 0, 'the pods read the replicas\' KV events');
   }
   assert.equal(r.rows[1].p90VsOnePod !== null && r.rows[1].p90VsOnePod > 0, true);
-  assert.ok(r.validation !== null && r.validation.hitRate.ok, JSON.stringify(r.validation));
+  // The report's tolerance (3 points) is for its 200-session check; at 20 sessions (~90 requests)
+  // one cold 3-6K-token prefill moves a hit rate by 1-2 points, so this CI-sized run allows 8.
+  const v = r.validation!;
+  assert.ok(Math.abs(v.hitRate.socket - v.hitRate.des) <= 0.08, JSON.stringify(v));
   const md = markdownReport(r);
   assert.match(md, /## Socket runs/);
   assert.match(md, /\| 4 \| 2 pods \| 20 \| on \|/);
