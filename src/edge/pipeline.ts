@@ -267,7 +267,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             // Kept for mid-stream resume only (opt-in): a streamed chat completion.
             if (config.resume.enabled && json === 'chat' && streamed) resumable = parsed;
             if (config.logging.logPrompts) log.debug({ session: recorder.sessionTag(x.identity.sessionKey), body: parsed }, 'request body');
-            if (json === 'chat') x.tools = toolGuard.prepare(parsed, config.tools.minMaxTokens, x.key ?? recorder.sessionTag(x.identity.sessionKey ?? x.identity.placementKey) ?? 'anonymous');
+            if (json === 'chat') x.tools = toolGuard.prepare(parsed, config.tools.minMaxTokens, () => x.key ?? recorder.sessionTag(x.identity!.sessionKey ?? x.identity!.placementKey) ?? 'anonymous');
             x.priority = priorityOf({ keyClass: x.keyClass, headers: req.headers, body: json === 'other' ? null : parsed, hasSession: x.identity.sessionKey !== null, arrivedAt: clock.received, options: config.priority });
             sent = bodyWithFields(parsed, body!, x.tools?.fields ?? null, x.priority.inject === null ? null : { priority: x.priority.inject });
           }

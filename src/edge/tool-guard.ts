@@ -17,7 +17,8 @@ export interface ToolGuard {
    * A chat request as parsed: raised when it offers tools and asks for fewer than `minTokens`
    * tokens. `who` names the caller (API key name or session tag) for the once-per-caller warning.
    */
-  prepare(parsed: Record<string, unknown>, minTokens: number, who: string): ToolRequest;
+  /** `who`: the caller's name for the once-per-caller warning, asked for only when a limit is raised. */
+  prepare(parsed: Record<string, unknown>, minTokens: number, who: () => string): ToolRequest;
 }
 
 const FIELDS = ['max_tokens', 'max_completion_tokens'] as const;
@@ -51,10 +52,11 @@ export function createToolGuard(deps: { metrics: Metrics; log: Logger }): ToolGu
         raised[f] = minTokens;
         raisedBy[f].inc();
       }
-      if (!warned.has(who)) {
+      const caller = who();
+      if (!warned.has(caller)) {
         if (warned.size >= MAX_WARNED) warned.clear();
-        warned.add(who);
-        deps.log.warn({ caller: who, asked: was, raisedTo: minTokens }, 'tool-call request asked for too few tokens: raised to tools.minMaxTokens (a tool call cut mid-JSON is worse than a longer answer); said once per caller');
+        warned.add(caller);
+        deps.log.warn({ caller, asked: was, raisedTo: minTokens }, 'tool-call request asked for too few tokens: raised to tools.minMaxTokens (a tool call cut mid-JSON is worse than a longer answer); said once per caller');
       }
       return { watch, fields: raised, adjusted: low.map((f) => `${f}=${minTokens}`).join(', ') };
     },
