@@ -106,9 +106,13 @@ export function placeByCapacity(p: PlacementInput): Placement {
  * smallest capacity. Below that every replica can keep every agent and placement need not care.
  */
 export function underPressure(agentTokens: number, ownTokens: number, capacities: readonly number[], fill: number): boolean {
-  if (capacities.length === 0) return false;
   let min = Infinity;
   for (const c of capacities) min = Math.min(min, c);
-  if (!Number.isFinite(min)) return false;
-  return agentTokens + ownTokens / capacities.length > fill * min;
+  return underPressureOf(agentTokens, ownTokens, min, capacities.length, fill);
+}
+
+/** underPressure() from the smallest of `count` capacities (Infinity: none known). */
+export function underPressureOf(agentTokens: number, ownTokens: number, smallest: number, count: number, fill: number): boolean {
+  if (count === 0 || !Number.isFinite(smallest)) return false;
+  return agentTokens + ownTokens / count > fill * smallest;
 }

@@ -1,6 +1,6 @@
 import type { RoutingOptions } from '../config/schema.js';
 import type { RequestIdentity } from '../identify/identity.js';
-import { underPressure } from './placement.js';
+import { underPressureOf } from './placement.js';
 import type { ReplicaView } from './types.js';
 import { agentOf, type WorkingSet } from './working-set.js';
 
@@ -34,14 +34,11 @@ export function createPressureWatch(d: { workingSet: WorkingSet; tokenScale: () 
       const o = d.options();
       const ws = d.workingSet;
       const scale = d.tokenScale();
-      const capacity: number[] = [];
-      for (const r of candidates) capacity.push(r.kvCapacityTokens !== null && r.kvCapacityTokens > 0 ? r.kvCapacityTokens : Infinity);
+      let smallest = Infinity;
+      for (const r of candidates) if (r.kvCapacityTokens !== null && r.kvCapacityTokens > 0 && r.kvCapacityTokens < smallest) smallest = r.kvCapacityTokens;
       const agent = agentOf(identity);
-      const agents = ws.agents(t);
-      let agentTokens = 0;
-      for (const tokens of agents.values()) agentTokens += tokens;
-      const demand = (agentTokens + (agent !== null && !agents.has(agent.key) ? agent.tokens : 0)) * scale;
-      if (underPressure(demand, ws.meanOwnTokens(t) * ws.activeSessions(t) * scale, capacity, o.capacityFill)) at = t;
+      const demand = (ws.agentTokens(t) + (agent !== null && !ws.hasAgent(agent.key, t) ? agent.tokens : 0)) * scale;
+      if (underPressureOf(demand, ws.meanOwnTokens(t) * ws.activeSessions(t) * scale, smallest, candidates.length, o.capacityFill)) at = t;
       return t - at <= o.workingSetWindowMs;
     },
     recent: (t) => t - at <= d.options().workingSetWindowMs,

@@ -35,11 +35,16 @@ export interface WorkingSet {
    * this gateway already knows of a later turn of that session.
    */
   heard(key: string, replica: string, agent: { key: string; tokens: number } | null, promptTokens: number, at: number, replaces?: string): void;
+  /** Read as it is now: the object (and its agents) may change with the next touch, so copy what is kept. */
   of(replica: string, now: number): ReplicaWorkingSet;
   /** Replicas with an active session of this agent. */
   homesOf(agent: string, now: number): readonly string[];
   /** Agents with an active session anywhere: key → tokens. */
   agents(now: number): ReadonlyMap<string, number>;
+  /** Σ of agents(now)'s tokens, without copying them. */
+  agentTokens(now: number): number;
+  /** Whether agents(now) has this agent. */
+  hasAgent(agent: string, now: number): boolean;
   /** Mean own (non-shared) tokens of the active sessions; 0 with none. */
   meanOwnTokens(now: number): number;
   /** Sessions active anywhere. */
@@ -48,6 +53,8 @@ export interface WorkingSet {
   forgetReplica(replica: string): void;
   setWindow(ms: number): void;
 }
+
+const EMPTY: ReplicaWorkingSet = Object.freeze({ tokens: 0, sessions: 0, agents: new Map<string, number>() });
 
 interface Active {
   replica: string;
@@ -60,9 +67,13 @@ interface Active {
 interface Tally {
   own: number;
   sessions: number;
-  /** agent → [tokens, active sessions of it here]. */
-  agents: Map<string, [number, number]>;
+  /** agent → its tokens, for the agents with an active session here (read as is by of()). */
+  agents: Map<string, number>;
+  /** agent → its active sessions here. */
+  counts: Map<string, number>;
   shared: number;
+  /** What of() returns, kept so that reading a working set allocates nothing. */
+  view: { tokens: number; sessions: number; agents: ReadonlyMap<string, number> };
 }
 
 /**
@@ -76,12 +87,15 @@ export function createWorkingSet(opts: { windowMs: number; maxSessions: number }
   const active = new Map<string, Active>();
   const tallies = new Map<string, Tally>();
   const fleetAgents = new Map<string, [number, number]>();
+  // Σ of fleetAgents' tokens, kept with it.
+  let fleetAgentTokens = 0;
   let ownTotal = 0;
 
   const tally = (replica: string): Tally => {
     let t = tallies.get(replica);
     if (t === undefined) {
-      t = { own: 0, sessions: 0, agents: new Map(), shared: 0 };
+      const agents = new Map<string, number>();
+      t = { own: 0, sessions: 0, agents, counts: new Map(), shared: 0, view: { tokens: 0, sessions: 0, agents } };
       tallies.set(replica, t);
     }
     return t;
@@ -93,14 +107,17 @@ export function createWorkingSet(opts: { windowMs: number; maxSessions: number }
     t.sessions++;
     ownTotal += a.own;
     if (a.agent === null) return;
-    const got = t.agents.get(a.agent);
+    const got = t.counts.get(a.agent);
     if (got === undefined) {
-      t.agents.set(a.agent, [a.agentTokens, 1]);
+      t.agents.set(a.agent, a.agentTokens);
+      t.counts.set(a.agent, 1);
       t.shared += a.agentTokens;
-    } else got[1]++;
+    } else t.counts.set(a.agent, got + 1);
     const f = fleetAgents.get(a.agent);
-    if (f === undefined) fleetAgents.set(a.agent, [a.agentTokens, 1]);
-    else f[1]++;
+    if (f === undefined) {
+      fleetAgents.set(a.agent, [a.agentTokens, 1]);
+      fleetAgentTokens += a.agentTokens;
+    } else f[1]++;
   }
 
   function drop(a: Active) {
@@ -109,13 +126,19 @@ export function createWorkingSet(opts: { windowMs: number; maxSessions: number }
     t.sessions--;
     ownTotal -= a.own;
     if (a.agent === null) return;
-    const got = t.agents.get(a.agent);
-    if (got !== undefined && --got[1] <= 0) {
-      t.agents.delete(a.agent);
-      t.shared -= got[0];
+    const got = t.counts.get(a.agent);
+    if (got !== undefined) {
+      if (got <= 1) {
+        t.shared -= t.agents.get(a.agent) ?? 0;
+        t.agents.delete(a.agent);
+        t.counts.delete(a.agent);
+      } else t.counts.set(a.agent, got - 1);
     }
     const f = fleetAgents.get(a.agent);
-    if (f !== undefined && --f[1] <= 0) fleetAgents.delete(a.agent);
+    if (f !== undefined && --f[1] <= 0) {
+      fleetAgents.delete(a.agent);
+      fleetAgentTokens -= f[0];
+    }
   }
 
   function sweep(now: number) {
@@ -161,10 +184,10 @@ export function createWorkingSet(opts: { windowMs: number; maxSessions: number }
     of(replica, now) {
       sweep(now);
       const t = tallies.get(replica);
-      if (t === undefined) return { tokens: 0, sessions: 0, agents: new Map() };
-      const agents = new Map<string, number>();
-      for (const [k, [tokens]] of t.agents) agents.set(k, tokens);
-      return { tokens: t.shared + t.own, sessions: t.sessions, agents };
+      if (t === undefined) return EMPTY;
+      t.view.tokens = t.shared + t.own;
+      t.view.sessions = t.sessions;
+      return t.view;
     },
     homesOf(agent, now) {
       sweep(now);
@@ -177,6 +200,14 @@ export function createWorkingSet(opts: { windowMs: number; maxSessions: number }
       const out = new Map<string, number>();
       for (const [k, [tokens]] of fleetAgents) out.set(k, tokens);
       return out;
+    },
+    agentTokens(now) {
+      sweep(now);
+      return fleetAgentTokens;
+    },
+    hasAgent(agent, now) {
+      sweep(now);
+      return fleetAgents.has(agent);
     },
     meanOwnTokens(now) {
       sweep(now);

@@ -7,7 +7,7 @@ import { trafficRoom, type Traffic } from '../traffic.js';
 import type { Picker, ReplicaView, RouteContext, RouteReason } from '../types.js';
 import { agentOf, type WorkingSet } from '../working-set.js';
 import { fits, loadCaps, type LoadCaps } from './bounded-load.js';
-import { rankByCost } from './min-ttft.js';
+import { cheapestByCost, rankByCost } from './min-ttft.js';
 
 /** What the picker knows of one candidate, computed by the strategy. */
 export interface PickCandidate {
@@ -77,7 +77,7 @@ export function pickAffinity(p: PickInput): PickResult {
   // while some candidate is.
   const soft = (i: number) => fits(caps, caps.soft, i) && (!anyRoom || p.room[i]);
   const hard = (i: number) => fits(caps, caps.hard, i);
-  const cheapest = (allowed: (i: number) => boolean) => rankByCost(cost, allowed, p.tieMs, p.random)[0] ?? -1;
+  const cheapest = (allowed: (i: number) => boolean) => cheapestByCost(cost, allowed, p.tieMs, p.random);
 
   let chosen: number;
   let reason: RouteReason;
@@ -154,11 +154,10 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
     // What the session will grow to is unknown at its first turn: the active sessions' mean
     // stands for it.
     const own = Math.max(ctx.identity.promptTokens - (agent?.tokens ?? 0), ws.meanOwnTokens(t)) * scale;
+    // Placement reads which agents a replica holds, not their tokens: they are left unscaled.
     const sets = candidates.map((r) => {
       const s = ws.of(r.name, t);
-      const agents = new Map<string, number>();
-      for (const [k, v] of s.agents) agents.set(k, v * scale);
-      return { tokens: s.tokens * scale, sessions: s.sessions, agents };
+      return { tokens: s.tokens * scale, sessions: s.sessions, agents: s.agents };
     });
     return placeByCapacity({
       candidates, sets, capacity,

@@ -22,3 +22,23 @@ export function rankByCost(
   }
   return order;
 }
+
+/**
+ * rankByCost(...)[0] (−1 when nothing is allowed), drawing the same random number for the same
+ * ties, in one pass instead of a sort of every candidate.
+ */
+export function cheapestByCost(cost: readonly number[], allowed: (i: number) => boolean, tieMs: number, random: () => number): number {
+  let min = -1;
+  let count = 0;
+  for (let i = 0; i < cost.length; i++) {
+    if (!allowed(i)) continue;
+    count++;
+    if (min < 0 || cost[i] < cost[min]) min = i;
+  }
+  if (count < 2) return min;
+  const ties: number[] = [];
+  for (let i = 0; i < cost.length; i++) if (allowed(i) && cost[i] - cost[min] <= tieMs) ties.push(i);
+  if (ties.length < 2) return min;
+  ties.sort((a, b) => cost[a] - cost[b] || a - b);
+  return ties[Math.min(ties.length - 1, Math.floor(random() * ties.length))];
+}
