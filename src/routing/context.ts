@@ -30,6 +30,25 @@ export interface ContextDeps {
   readonly options: () => RoutingOptions;
   /** Each replica's KV capacity as last seen, for the warmup's question (the router's homeSet). */
   readonly capacities: Map<string, number>;
+  /** When the capacities were last read from the replicas (capacityReading). */
+  readonly capacityRead: CapacityReading;
+}
+
+/**
+ * KV capacities change when a replica is scraped (once a second by default), not per request:
+ * they are read again when the replica list changes, or a second after the last reading, so a
+ * decision does not visit every replica for them.
+ */
+export const CAPACITY_REREAD_MS = 1000;
+
+export interface CapacityReading {
+  replicas: RouteContext['replicas'] | null;
+  count: number;
+  at: number;
+}
+
+export function capacityReading(): CapacityReading {
+  return { replicas: null, count: 0, at: -Infinity };
 }
 
 /**
@@ -43,9 +62,15 @@ export function buildContext(d: ContextDeps, identity: RequestIdentity, replicas
   if (!learns) return { identity, replicas, now: t, pin, warm: NOTHING_WARM, avoid: null };
   // Capacity is in the replica's tokens, the index counts estimated ones: close enough for a
   // bound whose job is to forget the oldest links once a replica has surely evicted them.
-  for (const r of replicas) {
-    d.index.setCapacity(r.name, r.kvCapacityTokens);
-    if (r.kvCapacityTokens !== null && r.kvCapacityTokens > 0) d.capacities.set(r.name, r.kvCapacityTokens);
+  const read = d.capacityRead;
+  if (read.replicas !== replicas || read.count !== replicas.length || t - read.at >= CAPACITY_REREAD_MS || t < read.at) {
+    read.replicas = replicas;
+    read.count = replicas.length;
+    read.at = t;
+    for (const r of replicas) {
+      d.index.setCapacity(r.name, r.kvCapacityTokens);
+      if (r.kvCapacityTokens !== null && r.kvCapacityTokens > 0) d.capacities.set(r.name, r.kvCapacityTokens);
+    }
   }
   const warm = identity.chain.length > 0 ? d.index.match(identity.chain, identity.chainTokens, t) : new Map<string, number>();
   // A pin may come from another gateway through a shared store, unknown to this index: its

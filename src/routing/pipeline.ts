@@ -28,8 +28,11 @@ export function scoreCandidates(ctx: RouteContext, candidates: readonly ReplicaV
   return totals;
 }
 
-/** One routing decision: filters → scorers → picker. */
+/** One routing decision: filters → shortlist (when the strategy has one) → scorers → picker. */
 export function decide(ctx: RouteContext, c: Composition): Decision {
-  const candidates = filterCandidates(ctx, c.filters);
-  return c.picker.pick(ctx, candidates, scoreCandidates(ctx, candidates, c.scorers));
+  const filtered = filterCandidates(ctx, c.filters);
+  if (c.shortlist === undefined) return c.picker.pick(ctx, filtered, scoreCandidates(ctx, filtered, c.scorers));
+  const s = c.shortlist(ctx, filtered);
+  const narrowed: RouteContext = { ...ctx, fleet: s.fleet };
+  return c.picker.pick(narrowed, s.candidates, scoreCandidates(narrowed, s.candidates, c.scorers));
 }

@@ -5,7 +5,7 @@ import type { RequestIdentity } from '../identify/identity.js';
 import { createMemorySessionStore } from '../store/memory.js';
 import type { SessionStore } from '../store/types.js';
 import { createBrokenSessions } from './broken-sessions.js';
-import { buildContext } from './context.js';
+import { buildContext, capacityReading } from './context.js';
 import { createCostModel } from './cost-model.js';
 import { createDriftWatch } from './drift.js';
 import { resolveRoutingOptions, type RoutingOptionsInput } from './options.js';
@@ -108,7 +108,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   });
 
   const learner = createLearner({ store, index, cost, traffic, broken, workingSet, residency, stored, stateful: () => composition.stateful, observe, now });
-  const contextDeps = { store, index, broken, pressure, options: () => o, capacities };
+  const contextDeps = { store, index, broken, pressure, options: () => o, capacities, capacityRead: capacityReading() };
 
   /**
    * A request that needs a stored response: to the replica holding it, whatever its load, as

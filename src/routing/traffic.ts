@@ -11,26 +11,36 @@ import type { ReplicaView } from './types.js';
 export interface Traffic {
   served(replica: string, now: number): void;
   of(replica: string, now: number): number;
+  /**
+   * of(replica, now) is raw(replica) × decay(now): a decision reads one decay and a lookup per
+   * replica, not an exponential per replica.
+   */
+  raw(replica: string): number;
+  decay(now: number): number;
   forget(replica: string): void;
 }
 
+// Counts are kept scaled to an epoch, moved forward before the scale passes 2^EPOCH_SPAN.
+const EPOCH_SPAN = 512;
+
 export function createTraffic(halfLifeMs: number): Traffic {
-  const state = new Map<string, { v: number; t: number }>();
-  const decayed = (s: { v: number; t: number }, now: number) => s.v * 2 ** (-(now - s.t) / halfLifeMs);
+  // Each replica's count × 2^((last served − epoch) / half-life): decaying all of them is one factor.
+  const scaled = new Map<string, number>();
+  let epoch = 0;
+  const decay = (now: number) => 2 ** (-(now - epoch) / halfLifeMs);
   return {
     served(replica, now) {
-      const s = state.get(replica);
-      if (s === undefined) state.set(replica, { v: 1, t: now });
-      else {
-        s.v = decayed(s, now) + 1;
-        s.t = now;
+      if ((now - epoch) / halfLifeMs > EPOCH_SPAN) {
+        const f = decay(now);
+        for (const [k, v] of scaled) scaled.set(k, v * f);
+        epoch = now;
       }
+      scaled.set(replica, (scaled.get(replica) ?? 0) + 1 / decay(now));
     },
-    of(replica, now) {
-      const s = state.get(replica);
-      return s === undefined ? 0 : decayed(s, now);
-    },
-    forget: (replica) => void state.delete(replica),
+    of: (replica, now) => (scaled.get(replica) ?? 0) * decay(now),
+    raw: (replica) => scaled.get(replica) ?? 0,
+    decay,
+    forget: (replica) => void scaled.delete(replica),
   };
 }
 
@@ -39,13 +49,16 @@ export function createTraffic(halfLifeMs: number): Traffic {
  * as the load): which candidates a new placement or a spill may take without passing c × the
  * weighted average once the new session's request is counted.
  */
-export function trafficRoom(candidates: readonly ReplicaView[], traffic: Traffic, now: number, loadFactor: number): boolean[] {
+export function trafficRoom(candidates: readonly ReplicaView[], traffic: Traffic, now: number, loadFactor: number, fleet?: { readonly traffic: number; readonly weight: number }): boolean[] {
   const v = candidates.map((r) => traffic.of(r.name, now));
-  let total = 0;
-  let weight = 0;
-  for (let i = 0; i < candidates.length; i++) {
-    total += v[i];
-    weight += weightOf(candidates[i]);
+  // The whole fleet's sums when the candidates are a shortlist of it (shortlist.ts).
+  let total = fleet?.traffic ?? 0;
+  let weight = fleet?.weight ?? 0;
+  if (fleet === undefined) {
+    for (let i = 0; i < candidates.length; i++) {
+      total += v[i];
+      weight += weightOf(candidates[i]);
+    }
   }
   return candidates.map((r, i) => v[i] + 1 <= Math.ceil((loadFactor * (total + 1) * weightOf(r)) / weight));
 }

@@ -76,6 +76,26 @@ export interface RouteContext extends RouteRequest {
    * decision by the router's pressure watch, for a fresh placement. Absent: never.
    */
   readonly pressured?: (candidates: readonly ReplicaView[]) => boolean;
+  /**
+   * Sums over every candidate past the filters, when the scorers and the picker see a shortlist
+   * of them (routing/shortlist.ts): what the load bounds and scores compare against. Absent: the
+   * candidates are every one of them.
+   */
+  readonly fleet?: FleetLoad;
+}
+
+/** Every filtered candidate and its sums, so that a shortlist is bounded and scored as the whole fleet would be. */
+export interface FleetLoad {
+  /** Every candidate past the filters (a fresh placement ranks them all). */
+  readonly all: readonly ReplicaView[];
+  /** Σ depthOf (load.ts). */
+  readonly depth: number;
+  /** Σ weightOf. */
+  readonly weight: number;
+  /** The largest depthOf / weightOf. */
+  readonly deepest: number;
+  /** Σ recent traffic (traffic.ts). */
+  readonly traffic: number;
 }
 
 /** Narrows the candidate set; never reorders. */
@@ -125,6 +145,8 @@ export interface Composition {
    * (stored-responses.ts); the ids of the responses served are recorded. The baselines do not.
    */
   readonly stateful: boolean;
+  /** Narrows the filtered candidates to those worth scoring (routing/shortlist.ts); absent: all of them. */
+  readonly shortlist?: (ctx: RouteContext, candidates: readonly ReplicaView[]) => { readonly candidates: readonly ReplicaView[]; readonly fleet: FleetLoad };
 }
 
 /**

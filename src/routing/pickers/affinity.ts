@@ -7,7 +7,8 @@ import { trafficRoom, type Traffic } from '../traffic.js';
 import type { Picker, ReplicaView, RouteContext, RouteReason } from '../types.js';
 import { agentOf, type WorkingSet } from '../working-set.js';
 import { fits, loadCaps, type LoadCaps } from './bounded-load.js';
-import { cheapestByCost, rankByCost } from './min-ttft.js';
+import { RANKED_MAX } from '../shortlist.js';
+import { cheapestByCost, rankCheapest } from './min-ttft.js';
 
 /** What the picker knows of one candidate, computed by the strategy. */
 export interface PickCandidate {
@@ -109,7 +110,7 @@ export function pickAffinity(p: PickInput): PickResult {
   }
   if (p.pinLost) reason = 'failover';
 
-  const rest = rankByCost(cost, (i) => i !== chosen, 0, p.random);
+  const rest = rankCheapest(cost, (i) => i !== chosen, 0, p.random, RANKED_MAX - 1);
   const ranked = [c[chosen].replica];
   for (const i of rest) ranked.push(c[i].replica);
   return { ranked, reason, chosen: c[chosen] };
@@ -201,14 +202,14 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
         return { replica: r, matched, estimateMs: d.cost.estimate(r.name, id.promptTokens - matched, r.waiting, runningOf(r)), bonusMs: o.scoreMs * scores[i] };
       });
       const avoided = ctx.avoid !== null && !candidates.some((r) => r.name === ctx.avoid);
-      const caps = loadCaps(candidates, o.loadFactor, o.hardCapFactor, o.hardCapMin);
+      const caps = loadCaps(candidates, o.loadFactor, o.hardCapFactor, o.hardCapMin, ctx.fleet);
       const pick = pickAffinity({
         candidates: picks,
         caps,
         byCapacity: home < 0 ? byCapacity(ctx, candidates, caps) : null,
         // A keyed session's first placement ignores this gateway's traffic history, so that
         // every gateway places it the same way; keyless placements and spills use it.
-        room: home < 0 && id.sessionKey !== null ? candidates.map(() => true) : trafficRoom(candidates, d.traffic, t, o.loadFactor),
+        room: home < 0 && id.sessionKey !== null ? candidates.map(() => true) : trafficRoom(candidates, d.traffic, t, o.loadFactor, ctx.fleet),
         home,
         homeReason: pinIdx >= 0 ? 'pinned' : 'prefix',
         pinLost: (pin !== null && pinIdx < 0) || avoided,

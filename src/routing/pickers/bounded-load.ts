@@ -17,18 +17,25 @@ export interface LoadCaps {
   readonly hard: readonly number[];
 }
 
+/**
+ * `fleet`: the sums over every candidate when `candidates` is a shortlist of them (shortlist.ts),
+ * so that the caps are the whole fleet's.
+ */
 export function loadCaps(
   candidates: readonly ReplicaView[],
   loadFactor: number,
   hardCapFactor: number,
   hardCapMin: number,
+  fleet?: { readonly depth: number; readonly weight: number },
 ): LoadCaps {
   const depth = candidates.map(depthOf);
-  let total = 0;
-  let weight = 0;
-  for (let i = 0; i < candidates.length; i++) {
-    total += depth[i];
-    weight += weightOf(candidates[i]);
+  let total = fleet?.depth ?? 0;
+  let weight = fleet?.weight ?? 0;
+  if (fleet === undefined) {
+    for (let i = 0; i < candidates.length; i++) {
+      total += depth[i];
+      weight += weightOf(candidates[i]);
+    }
   }
   const share = (i: number) => ((total + 1) * weightOf(candidates[i])) / weight;
   return {

@@ -42,3 +42,30 @@ export function cheapestByCost(cost: readonly number[], allowed: (i: number) => 
   ties.sort((a, b) => cost[a] - cost[b] || a - b);
   return ties[Math.min(ties.length - 1, Math.floor(random() * ties.length))];
 }
+
+/**
+ * The `limit` cheapest allowed items in rankByCost's order (ties drawn among those kept): a
+ * failover list needs no more than the forwarder will try.
+ */
+export function rankCheapest(cost: readonly number[], allowed: (i: number) => boolean, tieMs: number, random: () => number, limit: number): number[] {
+  const kept: number[] = [];
+  for (let i = 0; i < cost.length; i++) {
+    if (!allowed(i)) continue;
+    if (kept.length === limit && cost[i] >= cost[kept[limit - 1]]) continue;
+    let j = kept.length === limit ? limit - 1 : kept.length;
+    while (j > 0 && cost[kept[j - 1]] > cost[i]) {
+      kept[j] = kept[j - 1];
+      j--;
+    }
+    kept[j] = i;
+  }
+  // Already in (cost, index) order: the tie at the front is drawn as rankByCost draws it.
+  if (kept.length < 2) return kept;
+  let ties = 1;
+  while (ties < kept.length && cost[kept[ties]] - cost[kept[0]] <= tieMs) ties++;
+  if (ties > 1) {
+    const k = Math.min(ties - 1, Math.floor(random() * ties));
+    [kept[0], kept[k]] = [kept[k], kept[0]];
+  }
+  return kept;
+}

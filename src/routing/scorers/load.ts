@@ -9,9 +9,10 @@ import type { Scorer } from '../types.js';
  */
 export const loadScorer: Scorer = {
   name: 'load',
-  score(_ctx, candidates) {
-    let deepest = 0;
-    for (const r of candidates) deepest = Math.max(deepest, depthOf(r) / weightOf(r));
+  score(ctx, candidates) {
+    // Against the whole fleet's deepest queue, when the candidates are a shortlist of it.
+    let deepest = ctx.fleet?.deepest ?? 0;
+    if (ctx.fleet === undefined) for (const r of candidates) deepest = Math.max(deepest, depthOf(r) / weightOf(r));
     return candidates.map((r) => {
       const queue = deepest > 0 ? 1 - depthOf(r) / weightOf(r) / deepest : 1;
       return queue * (1 - Math.min(1, Math.max(0, r.kvUsage)));
