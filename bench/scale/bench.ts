@@ -27,6 +27,11 @@ export interface ScaleOptions {
   idleS: number;
   /** DES: the gateway's own time per request, virtual ms. */
   gatewayMs: number;
+  /**
+   * Socket rows with KV events: blocks each simulated replica publishes after every stored one,
+   * held by no pool (the sim's --kv-events-pad), so the pods' block budget fills. 0 = none.
+   */
+  kvPad: number;
 }
 
 export interface ScaleResult {
@@ -46,7 +51,7 @@ export interface ScaleResult {
 
 export const SCALE_DEFAULTS: Omit<ScaleOptions, 'plan'> = {
   parts: PARTS, maxSeconds: 600, turns: SCALE_WORKLOAD_DEFAULTS.turns, startsPerSecond: SCALE_WORKLOAD_DEFAULTS.startsPerSecond,
-  seed: SCALE_WORKLOAD_DEFAULTS.seed, requestTimeoutS: 20, idleS: 3, gatewayMs: 1,
+  seed: SCALE_WORKLOAD_DEFAULTS.seed, requestTimeoutS: 20, idleS: 3, gatewayMs: 1, kvPad: 0,
 };
 
 const describeSocket = (s: SocketStep) => `socket R=${s.replicas} ${s.oracle ? 'oracle' : `G=${s.pods}`} S=${s.sessions}${s.kvEvents ? '' : ' events off'}`;
@@ -76,7 +81,7 @@ export async function runScale(o: ScaleOptions, progress: (line: string) => void
       continue;
     }
     progress(`starting ${r} simulated replicas in one process`);
-    let fleet: Fleet | null = await startSimFleet(r, LIGHT_OUTPUT_TOKENS, SCALE_KV_BLOCKS, true);
+    let fleet: Fleet | null = await startSimFleet(r, LIGHT_OUTPUT_TOKENS, SCALE_KV_BLOCKS, true, o.kvPad);
     try {
       for (const s of steps) {
         if (left() < cap(s.sessions) + 10) {

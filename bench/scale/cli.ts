@@ -23,6 +23,9 @@ const USAGE = `usage: npm run bench:scale -- [flags]
   --des-max-sessions N     the largest discrete-event run, at the largest fleet (${P.desMaxSessions})
   --turns N                turns per session (${D.turns})
   --starts-per-second N    new sessions per second (${D.startsPerSecond})
+  --idle-seconds N         how long the pods are measured idle before each socket row (${D.idleS})
+  --kv-pad N               socket rows: each simulated replica publishes N more blocks after every stored
+                           one, held by no pool, so the pods' kvEvents.maxBlocks budget fills (${D.kvPad})
   --max-seconds N          time budget of the whole run; steps past it are skipped and listed (${D.maxSeconds})
   --parts LIST             which parts run (${PARTS.join(',')})
   --tiny                   the CI-sized plan: R=4, S=20, G=1 and 2, a DES of R=16
@@ -46,7 +49,7 @@ function num(v: string | undefined, def: number, name: string, min = 1): number 
 async function main(): Promise<void> {
   const s = { type: 'string' } as const;
   const { values: a } = parseArgs({
-    options: { replicas: s, pods: s, sessions: s, 'big-sessions': s, 'des-per-replica': s, 'des-max-sessions': s, turns: s, 'starts-per-second': s, 'max-seconds': s, seed: s, out: s, parts: s, tiny: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: { replicas: s, pods: s, sessions: s, 'big-sessions': s, 'des-per-replica': s, 'des-max-sessions': s, turns: s, 'starts-per-second': s, 'max-seconds': s, 'idle-seconds': s, 'kv-pad': s, seed: s, out: s, parts: s, tiny: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
     strict: true,
   });
   if (a.help) {
@@ -69,6 +72,8 @@ async function main(): Promise<void> {
     turns: num(a.turns, D.turns, 'turns'),
     startsPerSecond: num(a['starts-per-second'], D.startsPerSecond, 'starts-per-second'),
     maxSeconds: num(a['max-seconds'], D.maxSeconds, 'max-seconds', 10),
+    idleS: num(a['idle-seconds'], D.idleS, 'idle-seconds'),
+    kvPad: num(a['kv-pad'], D.kvPad, 'kv-pad', 0),
     seed: num(a.seed, D.seed, 'seed', 0),
   }, progress);
   progress.done();

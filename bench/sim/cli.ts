@@ -12,6 +12,8 @@ const USAGE = `usage: npm run sim -- [--replicas N] [--base-port P] [knobs...]
   --kv-events                   publish vLLM's KV events (zeromq PUB + replay ROUTER) from each block pool
   --kv-events-base-port P       replica i publishes on P+2i, replays on P+2i+1 (0 = free ports)
   --kv-events-shape map|array   batch encoding: 2026 tagged maps (default) or the older positional arrays
+  --kv-events-pad N             each stored block is followed by N more the pool does not hold (a bench knob
+                                that fills a gateway's kvEvents.maxBlocks budget; 0 = none)
 ${knobHelp()}
 
 Admin per replica: POST /sim/fault {"kind":...}, DELETE /sim/fault, GET /sim/state, POST /sim/reset`;
@@ -25,6 +27,7 @@ async function main(): Promise<void> {
       'kv-events': { type: 'boolean' },
       'kv-events-base-port': { type: 'string', default: '0' },
       'kv-events-shape': { type: 'string', default: 'map' },
+      'kv-events-pad': { type: 'string', default: '0' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -36,7 +39,9 @@ async function main(): Promise<void> {
   const knobs = knobsFromArgs(values);
   const shape = values['kv-events-shape'];
   if (shape !== 'map' && shape !== 'array') throw new Error('--kv-events-shape is map or array');
-  const kvEvents = values['kv-events'] ? { shape: shape as 'map' | 'array' } : undefined;
+  const padBlocks = Number(values['kv-events-pad']);
+  if (!Number.isInteger(padBlocks) || padBlocks < 0) throw new Error('--kv-events-pad is a whole number ≥ 0');
+  const kvEvents = values['kv-events'] ? { shape: shape as 'map' | 'array', padBlocks } : undefined;
   const fleet = await startFleet({ ...knobs, kvEvents, replicas: Number(values.replicas), basePort: Number(values['base-port']), kvEventsBasePort: Number(values['kv-events-base-port']) });
   // stdout carries only the URLs, one per line, so scripts can read them; the rest goes to stderr.
   for (const r of fleet.replicas) console.log(r.url);

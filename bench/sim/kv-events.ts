@@ -25,6 +25,13 @@ export interface KvEventsOptions {
   shape?: 'map' | 'array';
   /** Past batches kept for replay (vLLM's buffer_steps). */
   bufferSteps?: number;
+  /**
+   * Bench knob: each stored block is followed by this many more the pool does not hold, chained
+   * under it and never removed, so that a gateway's fleet-wide block budget (kvEvents.maxBlocks)
+   * fills in a run of minutes. Their hashes are negative, never an engine block's, and they carry
+   * no token ids (the gateway reads none; the run is about its memory). 0 = none.
+   */
+  padBlocks?: number;
 }
 
 export interface SimKvPublisher {
@@ -70,6 +77,9 @@ export async function startKvPublisher(host: string, o: KvEventsOptions = {}): P
   let pending: Ev[] = [];
   let scheduled = false;
   let seq = 0;
+  // Pad blocks published so far (padBlocks): the next one is −(padded + 1).
+  const pad = Math.max(0, Math.floor(o.padBlocks ?? 0));
+  let padded = 0;
   let drop = 0;
   let closed = false;
   // zeromq allows one send in flight per socket: sends are chained.
@@ -154,7 +164,14 @@ export async function startKvPublisher(host: string, o: KvEventsOptions = {}): P
     replayEndpoint,
     topic: topic.toString(),
     sink: {
-      stored: (hash, parent, tokenIds, blockSize) => push(['BlockStored', [hash], parent, [...tokenIds], blockSize]),
+      stored(hash, parent, tokenIds, blockSize) {
+        push(['BlockStored', [hash], parent, [...tokenIds], blockSize]);
+        if (pad > 0) {
+          const hashes: number[] = [];
+          for (let i = 0; i < pad; i++) hashes.push(-(++padded));
+          pending.push(['BlockStored', hashes, hash, [], blockSize]);
+        }
+      },
       removed: (hash) => push(['BlockRemoved', [hash]]),
       cleared: () => push(['AllBlocksCleared']),
     },

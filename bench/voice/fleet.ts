@@ -34,11 +34,15 @@ export interface PrefixCounters {
   hits: number;
 }
 
-/** `kvBlocks`: the simulator's KV capacity per replica (undefined: its H100 default). */
-export async function startSimFleet(replicas: number, outputTokens: [number, number], kvBlocks?: number, kvEvents = false): Promise<Fleet> {
+/**
+ * `kvBlocks`: the simulator's KV capacity per replica (undefined: its H100 default); `kvPad`: with
+ * KV events, blocks published after each stored one that no pool holds (the sim's --kv-events-pad).
+ */
+export async function startSimFleet(replicas: number, outputTokens: [number, number], kvBlocks?: number, kvEvents = false, kvPad = 0): Promise<Fleet> {
   const args = [...TSX, 'bench/sim/cli.ts', '--replicas', String(replicas), '--output-tokens', `${outputTokens[0]}-${outputTokens[1]}`];
   if (kvBlocks !== undefined) args.push('--kv-blocks', String(kvBlocks));
   if (kvEvents) args.push('--kv-events');
+  if (kvEvents && kvPad > 0) args.push('--kv-events-pad', String(kvPad));
   const child: Child & { lines: string[] } = await startChildLines(process.execPath, args, /^http:\/\//, replicas, { timeoutMs: 30_000 });
   const urls = child.lines.map((l) => l.trim());
   const endpoints = kvEvents
