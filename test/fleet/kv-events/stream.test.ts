@@ -86,6 +86,27 @@ test('eviction: a full pool publishes BlockRemoved for the blocks it hands out a
   await waitFor('removed events', () => seen.events.some((e) => e.type === 'removed'));
 });
 
+test('padBlocks (a bench knob): each stored block is followed by that many blocks no pool holds, chained under it', async (t) => {
+  const r = await replica(t, { ...FAST, kvEvents: { padBlocks: 3 } });
+  const { seen, observer } = observe();
+  subscribe(t, r, observer);
+  await untilLive(r, seen);
+  const before = seen.events.length;
+  assert.equal((await chat(r, words('padded', 100))).status, 200);
+  await waitFor('stored events of the request', () => seen.events.slice(before).some((e) => e.type === 'stored'));
+  const stored = seen.events.slice(before).filter((e) => e.type === 'stored');
+  const real = stored.filter((e) => e.type === 'stored' && e.hashes.length !== 3);
+  const pads = stored.filter((e) => e.type === 'stored' && e.hashes.length === 3);
+  const realHashes = real.flatMap((e) => (e.type === 'stored' ? e.hashes : []));
+  assert.ok(realHashes.length > 0);
+  // One pad event per real block, each chained under that block, with hashes no real block has.
+  assert.equal(pads.length, realHashes.length);
+  for (const p of pads) assert.ok(p.type === 'stored' && p.parent !== null && realHashes.includes(p.parent));
+  const padHashes = new Set(pads.flatMap((e) => (e.type === 'stored' ? e.hashes : [])));
+  assert.equal(padHashes.size, 3 * pads.length);
+  for (const h of realHashes) assert.ok(!padHashes.has(h));
+});
+
 test('a gap is filled from the replay socket, in order', async (t) => {
   const r = await replica(t, { ...FAST, kvEvents: true });
   const { seen, observer } = observe();
