@@ -30,6 +30,11 @@ describe('filters', () => {
     it(name, () => assert.deepEqual(names(filterCandidates(req(replicas, model), [healthyFilter, modelFilter])), want));
   }
 
+  it('a list every replica passes is handed on as it is, not copied', () => {
+    const rs = [replica('a', { models: new Set(['m']) }), replica('b', { models: null })];
+    assert.equal(filterCandidates(req(rs, 'm'), [healthyFilter, modelFilter]), rs);
+  });
+
   it('an unknown model is a 404 model_not_found in OpenAI shape', () => {
     assert.throws(() => filterCandidates(req([replica('a', { models: new Set(['x']) })], 'gpt-9'), [healthyFilter, modelFilter]), (e: unknown) => {
       assert.ok(isWarmrouteError(e));
