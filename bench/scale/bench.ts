@@ -127,14 +127,14 @@ export async function runScale(o: ScaleOptions, progress: (line: string) => void
     progress(`[${describeDes(s)}] in virtual time`);
     const w0 = performance.now();
     const workload = buildScaleWorkload(wl(s.sessions));
-    const run = runDes({ replicas: s.replicas, pods: s.pods, strategy: s.strategy, workload, kvBlocks: SCALE_KV_BLOCKS, outputTokens: LIGHT_OUTPUT_TOKENS, gatewayMs: o.gatewayMs, statsIntervalMs: 1000, maxVirtualMs: 3_600_000, maxWallMs: (left() - 5) * 1000, seed: o.seed });
+    const run = runDes({ replicas: s.replicas, pods: s.pods, strategy: s.strategy, workload, kvBlocks: SCALE_KV_BLOCKS, outputTokens: LIGHT_OUTPUT_TOKENS, gatewayMs: o.gatewayMs, statsIntervalMs: 1000, maxVirtualMs: 3_600_000, maxWallMs: (left() - 5) * 1000, seed: o.seed, replay: s.strategy !== 'oracle' });
     const f = runFigures(run.records, run.sent, run);
     rows.push({
       kind: 'des', strategy: s.strategy, replicas: s.replicas, pods: s.strategy === 'oracle' ? 0 : s.pods, sessions: s.sessions, kvEvents: false,
       requests: f.requests, errors: f.errors, errorKinds: f.errorKinds, truncated: run.truncated, hitRate: f.hitRate, idealHitRate: f.idealHitRate,
       ttftP50Ms: f.ttft.p50, ttftP90Ms: f.ttft.p90, ttftP99Ms: f.ttft.p99, p90VsOnePod: null, p90VsOracle: null,
       durationS: run.virtualMs / 1000, wallS: (performance.now() - w0) / 1000,
-      ...(s.strategy === 'oracle' ? {} : { routerCpuMsPerRequest: run.routerCpuMsPerRequest }),
+      ...(s.strategy === 'oracle' ? {} : { routerCpuMsPerRequest: run.routerCpuMsPerRequest, ...(run.routerReplayCpuMsPerRequest === null ? {} : { routerReplayCpuMsPerRequest: run.routerReplayCpuMsPerRequest }) }),
     });
   }
   compareRows(rows);

@@ -34,8 +34,10 @@ export interface ScaleRow {
   durationS: number;
   wallS: number;
   socket?: SocketFigures;
-  /** DES: CPU ms the routers spent per request in identify(), route() and served(). */
+  /** DES: CPU ms the routers spent per request in identify(), route() and served(), timed in the run. */
   routerCpuMsPerRequest?: number;
+  /** DES: the same calls replayed to fresh routers with no simulator in the process (des/replay.ts). */
+  routerReplayCpuMsPerRequest?: number;
 }
 
 export interface SocketFigures {

@@ -120,3 +120,15 @@ test('a fault\'s outcome: failures inside and outside the fault\'s moment, and t
   assert.equal(o.movesAfter, 1);
   assert.equal(o.agreeAfterMs, 500);
 });
+
+test('discrete-event run: the routers\' calls are replayed alone, for their CPU without the simulator\'s', () => {
+  const workload = buildScaleWorkload({ sessions: 24, turns: 3, startsPerSecond: 40, seed: 5 });
+  const base = { replicas: 4, pods: 1, strategy: 'affinity' as const, workload, kvBlocks: SCALE_KV_BLOCKS, outputTokens: LIGHT_OUTPUT_TOKENS, gatewayMs: 1, statsIntervalMs: 1000, maxVirtualMs: 3_600_000, seed: 5 };
+  const plain = runDes(base);
+  assert.equal(plain.routerReplayCpuMsPerRequest, null);
+  const replayed = runDes({ ...base, replay: true });
+  const ms = replayed.routerReplayCpuMsPerRequest;
+  assert.ok(ms !== null && Number.isFinite(ms) && ms > 0, `${ms}`);
+  // Recording the calls changes nothing the run decides.
+  assert.deepEqual(replayed.records.map((r) => [r.replica, r.route]), plain.records.map((r) => [r.replica, r.route]));
+});

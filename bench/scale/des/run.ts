@@ -15,7 +15,7 @@
 import { DEFAULT_IDENTITY_OPTIONS, identify } from '../../../src/identify/identity.js';
 import { mulberry32 } from '../../../src/prng.js';
 import { createRouter } from '../../../src/routing/router.js';
-import type { ReplicaView, Router } from '../../../src/routing/types.js';
+import type { ReplicaView, Router, ServedOutcome } from '../../../src/routing/types.js';
 import { createMemorySessionStore } from '../../../src/store/memory.js';
 import { createActivityBus } from './activity.js';
 import { RATIO_SAMPLE } from '../../../src/fleet/token-ratio.js';
@@ -26,6 +26,7 @@ import type { SentRequest } from '../../voice/ideal.js';
 import type { Workload } from '../../voice/workload.js';
 import { createVirtualClock } from './clock.js';
 import { createVirtualReplica, type VirtualAnswer } from './replica.js';
+import { loadOf, replayCpuMsPerRequest, type ReplayLog } from './replay.js';
 
 export type DesStrategy = 'affinity' | 'round-robin' | 'oracle';
 
@@ -43,6 +44,8 @@ export interface DesOptions {
   maxVirtualMs: number;
   /** Wall-clock bound: past it the run stops where it is (truncated), whatever is still open. */
   maxWallMs?: number;
+  /** Also measure the routers' CPU by replaying their calls alone (des/replay.ts). */
+  replay?: boolean;
   seed: number;
 }
 
@@ -69,6 +72,8 @@ export interface DesRun {
   truncated: boolean;
   /** CPU ms the routers spent in identify(), route() and served(), per request (process CPU time). */
   routerCpuMsPerRequest: number;
+  /** The same calls made again to fresh routers with no simulator in the process (des/replay.ts); null without `replay`. */
+  routerReplayCpuMsPerRequest: number | null;
 }
 
 const WALL_EPOCH = Date.UTC(2026, 0, 1);
@@ -89,12 +94,19 @@ export function runDes(o: DesOptions): DesRun {
     pushText(t, RATIO_SAMPLE);
     return { estimated: Math.ceil(Buffer.byteLength(RATIO_SAMPLE) / DEFAULT_IDENTITY_OPTIONS.bytesPerToken), reported: t.length };
   })();
-  const pods = o.strategy === 'oracle' ? [] : Array.from({ length: Math.max(1, o.pods) }, (_, g) => {
-    const router: Router = createRouter(o.strategy as 'affinity' | 'round-robin', { store: podStore(g), now: () => WALL_EPOCH + clock.now(), random: mulberry32(o.seed * 31 + g) });
+  const makeRouter = (g: number, now: () => number, podStoreOf: (g: number) => ReturnType<typeof podStore>): Router => {
+    const router: Router = createRouter(o.strategy as 'affinity' | 'round-robin', { store: podStoreOf(g), now: () => WALL_EPOCH + now(), random: mulberry32(o.seed * 31 + g) });
     router.tokenRatio(ratio.estimated, ratio.reported);
-    const views = replicas.map((r) => viewOf(r.name, r.config.kvBlocks * r.config.blockSize));
+    return router;
+  };
+  const viewsOf = () => replicas.map((r) => viewOf(r.name, r.config.kvBlocks * r.config.blockSize));
+  const pods = o.strategy === 'oracle' ? [] : Array.from({ length: Math.max(1, o.pods) }, (_, g) => {
+    const router = makeRouter(g, () => clock.now(), podStore);
+    const views = viewsOf();
     return { router, views, byName: new Map(views.map((v) => [v.name, v])) };
   });
+  const log: ReplayLog | null = o.replay && pods.length > 0 ? { calls: [] } : null;
+  let routesLogged = 0;
   const podRandom = mulberry32(o.workload.options.seed + 7);
   const records: DesRecord[] = [];
   const sent: SentRequest[] = [];
@@ -139,7 +151,10 @@ export function runDes(o: DesOptions): DesRun {
       if (o.strategy === 'oracle') {
         replica = replicas[si % replicas.length].name;
       } else {
-        const pod = pods[Math.floor(podRandom() * pods.length)];
+        const podIndex = Math.floor(podRandom() * pods.length);
+        const pod = pods[podIndex];
+        const routeCall = routesLogged++;
+        if (log !== null) log.calls.push({ kind: 'route', pod: podIndex, at: clock.now(), body: req.body, headers: req.headers as Record<string, string>, load: loadOf(pod.views) });
         const { identity, d } = timed(() => {
           const identity = identify('chat', req.body, req.headers, DEFAULT_IDENTITY_OPTIONS);
           return { identity, d: pod.router.route({ identity, replicas: pod.views }) };
@@ -150,7 +165,9 @@ export function runDes(o: DesOptions): DesRun {
         view.inflight++;
         settle = (a) => {
           view.inflight--;
-          timed(() => pod.router.served(identity, { replica, result: a.error === null ? 'ok' : 'error', replicaTtftMs: a.ttftMs, promptTokens: a.promptTokens, cachedTokens: a.cachedTokens }));
+          const outcome: ServedOutcome = { replica, result: a.error === null ? 'ok' : 'error', replicaTtftMs: a.ttftMs, promptTokens: a.promptTokens, cachedTokens: a.cachedTokens };
+          if (log !== null) log.calls.push({ kind: 'served', pod: podIndex, at: clock.now(), route: routeCall, outcome });
+          timed(() => pod.router.served(identity, outcome));
         };
       }
       clock.setTimeout(() => byName.get(replica)!.serve(req.body, (a) => {
@@ -186,5 +203,11 @@ export function runDes(o: DesOptions): DesRun {
     hits += r.hits;
   }
   for (const r of replicas) r.engine.stop();
-  return { records, sent, queries, hits, virtualMs: clock.now(), truncated, routerCpuMsPerRequest: routerCpuUs / 1000 / Math.max(1, records.length) };
+  // The replay's routers share one store with no activity channel between them: the channel's
+  // timers run on the DES's clock, and what a decision costs is the same either way.
+  const routerReplayCpuMsPerRequest = log === null ? null : replayCpuMsPerRequest(log, () => pods.map(() => viewsOf()), (g, now) => {
+    const shared = createMemorySessionStore({ maxSessions: 1_000_000, ttlMs: 3_600_000 });
+    return makeRouter(g, now, () => shared);
+  });
+  return { records, sent, queries, hits, virtualMs: clock.now(), truncated, routerCpuMsPerRequest: routerCpuUs / 1000 / Math.max(1, records.length), routerReplayCpuMsPerRequest };
 }
