@@ -27,72 +27,107 @@ export interface Shortlist {
 /**
  * What a decision scores, so that its cost stays flat in the size of the fleet. One pass over the
  * filtered candidates sums what the load bounds and the load score compare against (in-flight
- * depth, weight, the deepest queue, recent traffic: the same sums as over every candidate). Then
- * a request that has a replica of its own (its pin, its conversation's replica, a replica holding
- * more of its prompt than the shared system prompt) is decided among that replica, every replica
- * the prefix index or its records say holds part of its prompt, and the SHORTLIST_LEAST_LOADED
- * replicas least loaded (queue depth per weight, then recent traffic): the only ones a spill
- * could choose that a full scoring would, unless the cost model tells replicas of equal load
- * apart by more than their queues, and the failover list. A fresh placement (no such replica)
- * sees every candidate: rendezvous and capacity placement must rank the whole fleet for every
- * gateway to agree.
+ * depth, weight, the deepest queue; recent traffic is kept summed by traffic.ts): the same sums as
+ * over every candidate. Then a request that has a replica of its own (its pin, its conversation's
+ * replica, a replica holding more of its prompt than the shared system prompt) is decided among
+ * that replica, every replica the prefix index or its records say holds part of its prompt, and
+ * the SHORTLIST_LEAST_LOADED replicas of least queue depth per weight — equal depths taken from a
+ * starting point that moves SHORTLIST_LEAST_LOADED on at each decision, so that the idle replicas
+ * of an idle fleet take turns: the spill targets a full scoring would choose among, unless the
+ * cost model tells replicas of equal depth apart by more than their queues, and the failover
+ * list. A fresh placement (no such replica) sees every candidate: rendezvous and capacity
+ * placement must rank the whole fleet for every gateway to agree.
+ *
+ * Nothing in the pass looks a replica up by name while the candidates are the router's own list
+ * (every replica passed the filters): the warm replicas are found through a position index of that
+ * list, checked at each use and rebuilt when the list changes.
  */
-export function shortlist(ctx: RouteContext, all: readonly ReplicaView[], traffic: Traffic, prefixTtlMs: number): Shortlist {
-  const n = all.length;
-  const t = ctx.now;
-  const id = ctx.identity;
-  const pinName = ctx.pin?.replica ?? null;
-  const conv = ctx.conversation ?? null;
-  // The picker's own rule for a keyless conversation's home (pickers/affinity.ts).
-  const keyless = id.sessionKey === null;
-  const convName = keyless && conv !== null && t - conv.lastSeen <= prefixTtlMs ? conv.replica : null;
-  const small = n < SHORTLIST_MIN_FLEET;
-  const warm = ctx.warm;
-  const anyWarm = warm.size > 0;
-  let depth = 0;
-  let weight = 0;
-  let deepest = 0;
-  let trafficTotal = 0;
-  let homed = false;
-  const own: number[] = [];
-  // The least loaded so far, as a sorted window of at most K (insertion: K is small).
-  const K = SHORTLIST_LEAST_LOADED;
-  const lightIdx: number[] = [];
-  const lightLoad: number[] = [];
-  const lightTraffic: number[] = [];
-  const decay = traffic.decay(t);
-  for (let i = 0; i < n; i++) {
-    const r = all[i];
-    const d = depthOf(r);
-    const w = weightOf(r);
-    const v = traffic.raw(r.name) * decay;
-    depth += d;
-    weight += w;
-    trafficTotal += v;
-    const per = d / w;
-    if (per > deepest) deepest = per;
-    if (small) continue;
-    const got = anyWarm ? warm.get(r.name) : undefined;
-    if (r.name === pinName || r.name === convName || got !== undefined) {
-      own.push(i);
-      if (r.name === pinName || (keyless && (r.name === convName || (got ?? 0) > id.sharedTokens))) homed = true;
-      continue;
-    }
-    if (lightIdx.length === K && (per > lightLoad[K - 1] || (per === lightLoad[K - 1] && v >= lightTraffic[K - 1]))) continue;
-    let j = lightIdx.length === K ? K - 1 : lightIdx.length;
-    while (j > 0 && (lightLoad[j - 1] > per || (lightLoad[j - 1] === per && lightTraffic[j - 1] > v))) {
-      lightIdx[j] = lightIdx[j - 1];
-      lightLoad[j] = lightLoad[j - 1];
-      lightTraffic[j] = lightTraffic[j - 1];
-      j--;
-    }
-    lightIdx[j] = i;
-    lightLoad[j] = per;
-    lightTraffic[j] = v;
+export function createShortlist(traffic: Traffic, prefixTtlMs: () => number): (ctx: RouteContext, all: readonly ReplicaView[]) => Shortlist {
+  let indexed: readonly ReplicaView[] | null = null;
+  let indexedLength = -1;
+  const position = new Map<string, number>();
+  let turn = 0;
+
+  function reindex(all: readonly ReplicaView[]): void {
+    position.clear();
+    for (let i = 0; i < all.length; i++) position.set(all[i].name, i);
+    indexed = all;
+    indexedLength = all.length;
   }
-  const fleet: FleetLoad = { all, depth, weight, deepest, traffic: trafficTotal };
-  if (small || !homed) return { candidates: all, fleet };
-  // In the fleet's order, as a full scoring would see them (ties are broken by position).
-  const picked = own.concat(lightIdx).sort((a, b) => a - b);
-  return { candidates: picked.map((i) => all[i]), fleet };
+
+  /** Position of `name` in `all` (the router's list), −1 when it is not there. */
+  function positionOf(all: readonly ReplicaView[], name: string): number {
+    if (indexed !== all || indexedLength !== all.length) reindex(all);
+    let i = position.get(name);
+    if (i !== undefined && all[i]?.name === name) return i;
+    // A list changed in place: what the index says is checked, never trusted.
+    reindex(all);
+    i = position.get(name);
+    return i === undefined ? -1 : i;
+  }
+
+  return (ctx, all) => {
+    const n = all.length;
+    const t = ctx.now;
+    const id = ctx.identity;
+    const pinName = ctx.pin?.replica ?? null;
+    const conv = ctx.conversation ?? null;
+    // The picker's own rule for a keyless conversation's home (pickers/affinity.ts).
+    const keyless = id.sessionKey === null;
+    const convName = keyless && conv !== null && t - conv.lastSeen <= prefixTtlMs() ? conv.replica : null;
+    const small = n < SHORTLIST_MIN_FLEET;
+    // Every replica passed the filters, and traffic counts none but those: its running sum is theirs.
+    const whole = all === ctx.replicas && traffic.size() <= n;
+    const decay = traffic.decay(t);
+    const warm = ctx.warm;
+    let depth = 0;
+    let weight = 0;
+    let deepest = 0;
+    let trafficTotal = whole && !small ? traffic.totalRaw() * decay : 0;
+    let pinAt = -1;
+    let convAt = -1;
+    const K = SHORTLIST_LEAST_LOADED;
+    // The least loaded so far, as a sorted window of at most K (insertion: K is small).
+    const lightIdx: number[] = [];
+    const lightLoad: number[] = [];
+    const start = small ? 0 : (turn++ * K) % n;
+    for (let j = 0; j < n; j++) {
+      const i = j + start < n ? j + start : j + start - n;
+      const r = all[i];
+      const d = depthOf(r);
+      const w = weightOf(r);
+      depth += d;
+      weight += w;
+      const per = d / w;
+      if (per > deepest) deepest = per;
+      if (small || !whole) trafficTotal += traffic.raw(r.name) * decay;
+      if (small) continue;
+      if (r.name === pinName) pinAt = i;
+      if (r.name === convName) convAt = i;
+      if (lightIdx.length === K && per >= lightLoad[K - 1]) continue;
+      let k = lightIdx.length === K ? K - 1 : lightIdx.length;
+      while (k > 0 && lightLoad[k - 1] > per) {
+        lightIdx[k] = lightIdx[k - 1];
+        lightLoad[k] = lightLoad[k - 1];
+        k--;
+      }
+      lightIdx[k] = i;
+      lightLoad[k] = per;
+    }
+    const fleet: FleetLoad = { all, depth, weight, deepest, traffic: trafficTotal };
+    if (small) return { candidates: all, fleet };
+    const picked = new Set<number>(lightIdx);
+    let homed = pinAt >= 0 || convAt >= 0;
+    if (pinAt >= 0) picked.add(pinAt);
+    if (convAt >= 0) picked.add(convAt);
+    for (const [name, tokens] of warm) {
+      const i = whole ? positionOf(all, name) : all.findIndex((r) => r.name === name);
+      if (i < 0) continue;
+      picked.add(i);
+      if (keyless && tokens > id.sharedTokens) homed = true;
+    }
+    if (!homed) return { candidates: all, fleet };
+    // In the fleet's order, as a full scoring sees them (ties are broken by position).
+    return { candidates: [...picked].sort((a, b) => a - b).map((i) => all[i]), fleet };
+  };
 }

@@ -10,7 +10,7 @@ import { createSessionHashPicker } from './pickers/session-hash.js';
 import { loadScorer } from './scorers/load.js';
 import { prefixMatchScorer } from './scorers/prefix-match.js';
 import { sessionPinScorer } from './scorers/session-pin.js';
-import { shortlist } from './shortlist.js';
+import { createShortlist } from './shortlist.js';
 import type { Composition } from './types.js';
 
 /**
@@ -33,7 +33,7 @@ export function compose(strategy: StrategyName, d: AffinityPickerDeps): Composit
       picker: createAffinityPicker(d),
       learns: true,
       stateful: true,
-      shortlist: (ctx, candidates) => shortlist(ctx, candidates, d.traffic, d.options.prefixTtlMs),
+      shortlist: createShortlist(d.traffic, () => d.options.prefixTtlMs),
     };
     case 'session-hash': return { filters: serving, scorers: [], picker: createSessionHashPicker(d.options), learns: false, stateful: false };
     case 'round-robin': return { filters: serving, scorers: [], picker: createRoundRobinPicker(), learns: false, stateful: false };

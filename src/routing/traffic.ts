@@ -17,6 +17,10 @@ export interface Traffic {
    */
   raw(replica: string): number;
   decay(now: number): number;
+  /** Σ raw over every replica counted (forget() takes one out): Σ of(r, now) is totalRaw() × decay(now). */
+  totalRaw(): number;
+  /** Replicas counted. */
+  size(): number;
   forget(replica: string): void;
 }
 
@@ -27,20 +31,36 @@ export function createTraffic(halfLifeMs: number): Traffic {
   // Each replica's count × 2^((last served − epoch) / half-life): decaying all of them is one factor.
   const scaled = new Map<string, number>();
   let epoch = 0;
+  let total = 0;
   const decay = (now: number) => 2 ** (-(now - epoch) / halfLifeMs);
   return {
     served(replica, now) {
       if ((now - epoch) / halfLifeMs > EPOCH_SPAN) {
         const f = decay(now);
-        for (const [k, v] of scaled) scaled.set(k, v * f);
+        total = 0;
+        for (const [k, v] of scaled) {
+          scaled.set(k, v * f);
+          total += v * f;
+        }
         epoch = now;
       }
-      scaled.set(replica, (scaled.get(replica) ?? 0) + 1 / decay(now));
+      const add = 1 / decay(now);
+      scaled.set(replica, (scaled.get(replica) ?? 0) + add);
+      total += add;
     },
     of: (replica, now) => (scaled.get(replica) ?? 0) * decay(now),
     raw: (replica) => scaled.get(replica) ?? 0,
     decay,
-    forget: (replica) => void scaled.delete(replica),
+    totalRaw: () => total,
+    size: () => scaled.size,
+    forget(replica) {
+      const v = scaled.get(replica);
+      if (v === undefined) return;
+      scaled.delete(replica);
+      // Summed again rather than subtracted, so that rounding does not build up.
+      total = 0;
+      for (const x of scaled.values()) total += x;
+    },
   };
 }
 

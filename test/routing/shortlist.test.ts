@@ -5,7 +5,10 @@ import { depthOf } from '../../src/routing/load.js';
 import { cheapestByCost, rankByCost, rankCheapest } from '../../src/routing/pickers/min-ttft.js';
 import type { PrefixIndex } from '../../src/routing/prefix-index.js';
 import { createRouter } from '../../src/routing/router.js';
-import { RANKED_MAX, shortlist, SHORTLIST_LEAST_LOADED, SHORTLIST_MIN_FLEET } from '../../src/routing/shortlist.js';
+import { createShortlist, RANKED_MAX, SHORTLIST_LEAST_LOADED, SHORTLIST_MIN_FLEET } from '../../src/routing/shortlist.js';
+import type { Traffic } from '../../src/routing/traffic.js';
+
+const shortlist = (ctx: RouteContext, all: readonly MutableReplica[], traffic: Traffic, ttl: number) => createShortlist(traffic, () => ttl)(ctx, all);
 import { createTraffic } from '../../src/routing/traffic.js';
 import type { RouteContext } from '../../src/routing/types.js';
 import { createWorkingSet } from '../../src/routing/working-set.js';
@@ -49,13 +52,43 @@ describe('shortlist: what a decision scores in a large fleet', () => {
     assert.equal(s.fleet.all, rs);
   });
 
-  it('among equally loaded replicas the least recent traffic is kept', () => {
+  it('among equally loaded replicas, each decision starts where the last one\'s window ended: idle replicas take turns', () => {
     const rs = fleet(64);
+    const pick = createShortlist(createTraffic(30_000), () => 600_000);
+    const seen = new Set<string>();
+    for (let k = 0; k < 64 / SHORTLIST_LEAST_LOADED + 1; k++) {
+      const s = pick(ctxOf({ pin: pinOf('r0') }, rs), rs);
+      assert.ok(s.candidates.length <= 1 + SHORTLIST_LEAST_LOADED);
+      for (const r of s.candidates) seen.add(r.name);
+    }
+    assert.equal(seen.size, 64, 'every idle replica was among the spill targets in turn');
+    // A replica with less in flight than the rest is always kept.
+    rs.forEach((r) => { r.inflight = 3; });
+    rs[37].inflight = 0;
+    for (let k = 0; k < 8; k++) assert.ok(pick(ctxOf({ pin: pinOf('r0') }, rs), rs).candidates.includes(rs[37]));
+  });
+
+  it('with a replica filtered out, the sums and the warm replicas are read the long way, and agree', () => {
+    const rs = loaded(64);
     const traffic = createTraffic(30_000);
-    // Every replica but the last SHORTLIST_LEAST_LOADED has served recently.
-    for (let i = 0; i < 64 - SHORTLIST_LEAST_LOADED; i++) traffic.served(rs[i].name, T - 100);
-    const s = shortlist(ctxOf({ pin: pinOf('r0') }, rs), rs, traffic, 600_000);
-    assert.deepEqual(s.candidates.map((r) => r.name), ['r0', ...rs.slice(64 - SHORTLIST_LEAST_LOADED).map((r) => r.name)]);
+    for (let i = 0; i < 64; i++) traffic.served(rs[i].name, T - 1000);
+    const some = rs.filter((r) => r.name !== 'r5');
+    const s = createShortlist(traffic, () => 600_000)(ctxOf({ pin: pinOf('r1'), warm: new Map([['r9', 10], ['r5', 10]]) }, rs), some);
+    assert.ok(Math.abs(s.fleet.traffic - some.reduce((n, r) => n + traffic.of(r.name, T), 0)) < 1e-9 * s.fleet.traffic);
+    const names = s.candidates.map((r) => r.name);
+    assert.ok(names.includes('r1') && names.includes('r9') && !names.includes('r5'));
+  });
+
+  it('the warm replicas are found again when the list changes in place', () => {
+    const rs = loaded(64);
+    const pick = createShortlist(createTraffic(30_000), () => 600_000);
+    const warm = new Map([['r50', 10]]);
+    assert.ok(pick(ctxOf({ pin: pinOf('r1'), warm }, rs), rs).candidates.some((r) => r.name === 'r50'));
+    // Same length, another order: r50 is elsewhere now.
+    rs.reverse();
+    assert.ok(pick(ctxOf({ pin: pinOf('r1'), warm }, rs), rs).candidates.some((r) => r.name === 'r50'));
+    rs.splice(rs.findIndex((r) => r.name === 'r50'), 1);
+    assert.ok(!pick(ctxOf({ pin: pinOf('r1'), warm }, rs), rs).candidates.some((r) => r.name === 'r50'));
   });
 
   it('a keyless conversation keeps every replica believed warm, and counts as homed past its shared prompt', () => {
@@ -138,6 +171,16 @@ describe('pickers: one-pass cheapest and a bounded failover list', () => {
 });
 
 describe('traffic: decayed by one factor per decision', () => {
+  it('keeps the sum of every replica\'s count, less those forgotten', () => {
+    const tr = createTraffic(30_000);
+    let t = 1_700_000_000_000;
+    for (let i = 0; i < 300; i++) tr.served(`r${i % 7}`, (t += 997));
+    tr.forget('r3');
+    const want = ['r0', 'r1', 'r2', 'r4', 'r5', 'r6'].reduce((n, r) => n + tr.of(r, t), 0);
+    assert.ok(Math.abs(tr.totalRaw() * tr.decay(t) - want) < 1e-9 * want);
+    assert.equal(tr.size(), 6);
+  });
+
   it('raw × decay is the decayed count, across epochs hours apart', () => {
     const h = 30_000;
     const tr = createTraffic(h);
