@@ -15,6 +15,9 @@ export const RANKED_MAX = (ConfigSchema.properties.limits.properties.maxRetries.
  */
 export const SHORTLIST_LEAST_LOADED = RANKED_MAX + 1;
 
+/** How often at most a name missing from the position index rebuilds it. */
+const REINDEX_MS = 1000;
+
 /** Below this many candidates every one is scored: a shortlist would save nothing. */
 export const SHORTLIST_MIN_FLEET = 4 * SHORTLIST_LEAST_LOADED;
 
@@ -48,20 +51,27 @@ export function createShortlist(traffic: Traffic, prefixTtlMs: () => number): (c
   const position = new Map<string, number>();
   let turn = 0;
 
-  function reindex(all: readonly ReplicaView[]): void {
+  let indexedAt = -Infinity;
+  function reindex(all: readonly ReplicaView[], t: number): void {
     position.clear();
     for (let i = 0; i < all.length; i++) position.set(all[i].name, i);
     indexed = all;
     indexedLength = all.length;
+    indexedAt = t;
   }
 
-  /** Position of `name` in `all` (the router's list), −1 when it is not there. */
-  function positionOf(all: readonly ReplicaView[], name: string): number {
-    if (indexed !== all || indexedLength !== all.length) reindex(all);
+  /**
+   * Position of `name` in `all` (the router's list), −1 when it is not there. A name the index
+   * does not know (a pin to a replica gone, or one new in a list changed in place) rebuilds it at
+   * most once a second, not at every decision.
+   */
+  function positionOf(all: readonly ReplicaView[], name: string, t: number): number {
+    if (indexed !== all || indexedLength !== all.length) reindex(all, t);
     let i = position.get(name);
     if (i !== undefined && all[i]?.name === name) return i;
     // A list changed in place: what the index says is checked, never trusted.
-    reindex(all);
+    if (i === undefined && t - indexedAt < REINDEX_MS) return -1;
+    reindex(all, t);
     i = position.get(name);
     return i === undefined ? -1 : i;
   }
@@ -121,7 +131,7 @@ export function createShortlist(traffic: Traffic, prefixTtlMs: () => number): (c
     if (pinAt >= 0) picked.add(pinAt);
     if (convAt >= 0) picked.add(convAt);
     for (const [name, tokens] of warm) {
-      const i = whole ? positionOf(all, name) : all.findIndex((r) => r.name === name);
+      const i = whole ? positionOf(all, name, t) : all.findIndex((r) => r.name === name);
       if (i < 0) continue;
       picked.add(i);
       if (keyless && tokens > id.sharedTokens) homed = true;

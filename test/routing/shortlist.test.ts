@@ -91,6 +91,17 @@ describe('shortlist: what a decision scores in a large fleet', () => {
     assert.ok(!pick(ctxOf({ pin: pinOf('r1'), warm }, rs), rs).candidates.some((r) => r.name === 'r50'));
   });
 
+  it('a replica new in a list changed in place is found within a second, without a rebuild per decision', () => {
+    const rs = loaded(64);
+    const pick = createShortlist(createTraffic(30_000), () => 600_000);
+    const warm = new Map([['fresh', 10]]);
+    const at = (t: number) => pick({ ...ctxOf({ pin: pinOf('r1'), warm }, rs), now: t }, rs).candidates.some((r) => r.name === 'fresh');
+    assert.equal(at(T), false);
+    rs[20] = { ...rs[20], name: 'fresh', inflight: 10 };
+    assert.equal(at(T + 500), false, 'the index is rebuilt for an unknown name at most once a second');
+    assert.equal(at(T + 1000), true);
+  });
+
   it('a keyless conversation keeps every replica believed warm, and counts as homed past its shared prompt', () => {
     const rs = loaded(64);
     const id = { ...keyIdentity(null), sharedTokens: 100, promptTokens: 400 };
