@@ -26,7 +26,11 @@ export const SHARED_USAGE = `  --batch-share F          shared fleet: batch work
                            batch with priority off and batch with priority on (x-priority: batch), then the verdict
   --batch-prompt-tokens A-B  batch job prompt tokens (${SHARED_DEFAULTS.batchPromptTokens.join('-')})
   --batch-output-tokens A-B  batch job answer tokens (${SHARED_DEFAULTS.batchOutputTokens.join('-')})
-  --slots-per-replica N    shared fleet: the gateway's limits.maxInflightPerReplica (${SHARED_DEFAULTS.slotsPerReplica}; a quarter reserved for voice)`;
+  --slots-per-replica N    shared fleet: the gateway's limits.maxInflightPerReplica (${SHARED_DEFAULTS.slotsPerReplica}; a quarter reserved for voice)
+  --batch-prefill K[,K...] shared fleet: limits.batchPrefillPerReplica with priority on, one run each, 0 unbounded (${SHARED_DEFAULTS.batchPrefill.join(',')});
+                           the first is the verdict's
+  (shared fleet: --groups is the voice agents, one system prompt each (${SHARED_DEFAULTS.agents}), warmed on every replica
+   before each run unless --no-warmup)`;
 
 export async function sharedMain(a: Flags): Promise<number> {
   const d = SHARED_DEFAULTS;
@@ -44,6 +48,9 @@ export async function sharedMain(a: Flags): Promise<number> {
     thinkMs: range(a['think-ms'], d.thinkMs, 'think-ms'),
     budgetMs: num(a['budget-ms'], d.budgetMs, 'budget-ms', 1, 60_000),
     slotsPerReplica: num(a['slots-per-replica'], d.slotsPerReplica, 'slots-per-replica', 1, 1024),
+    batchPrefill: typeof a['batch-prefill'] === 'string' ? a['batch-prefill'].split(',').map((v) => num(v, 0, 'batch-prefill', 0, 1024)) : d.batchPrefill,
+    agents: num(a.groups, d.agents, 'groups', 1, 100),
+    warmup: !a['no-warmup'],
     maxDurationS: num(a['max-duration-s'], d.maxDurationS, 'max-duration-s', 1, 3600),
     seed: num(a.seed, d.seed, 'seed', 0, 2 ** 31),
   };

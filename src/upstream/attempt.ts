@@ -181,7 +181,10 @@ export class AnswerAttempt extends Attempt {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const { tap, resumeLog, ex } = this.host;
     if (tap === null || !this.headersWritten) return;
-    if (tap.scan(chunk)) ex.clock.firstToken = nowMs();
+    if (tap.scan(chunk)) {
+      ex.clock.firstToken = nowMs();
+      ex.owner.prefilled();
+    }
     this.host.relay.write(controller, resumeLog === null ? chunk : resumeLog.accept(chunk));
   }
 
