@@ -29,6 +29,7 @@ export const SHARED_USAGE = `  --batch-share F          shared fleet: batch work
   --slots-per-replica N    shared fleet: the gateway's limits.maxInflightPerReplica (${SHARED_DEFAULTS.slotsPerReplica}; a quarter reserved for voice)
   --batch-prefill K[,K...] shared fleet: limits.batchPrefillPerReplica with priority on, one run each, 0 unbounded (${SHARED_DEFAULTS.batchPrefill.join(',')});
                            the first is the verdict's
+  --long-prefill N         shared fleet: the replicas' --long-prefill-token-threshold (${SHARED_DEFAULTS.longPrefill}: vLLM's default, none)
   (shared fleet: --groups is the voice agents, one system prompt each (${SHARED_DEFAULTS.agents}), warmed on every replica
    before each run unless --no-warmup)`;
 
@@ -49,6 +50,7 @@ export async function sharedMain(a: Flags): Promise<number> {
     budgetMs: num(a['budget-ms'], d.budgetMs, 'budget-ms', 1, 60_000),
     slotsPerReplica: num(a['slots-per-replica'], d.slotsPerReplica, 'slots-per-replica', 1, 1024),
     batchPrefill: typeof a['batch-prefill'] === 'string' ? a['batch-prefill'].split(',').map((v) => num(v, 0, 'batch-prefill', 0, 1024)) : d.batchPrefill,
+    longPrefill: num(a['long-prefill'], d.longPrefill, 'long-prefill', 0, 1_000_000),
     agents: num(a.groups, d.agents, 'groups', 1, 100),
     warmup: !a['no-warmup'],
     maxDurationS: num(a['max-duration-s'], d.maxDurationS, 'max-duration-s', 1, 3600),

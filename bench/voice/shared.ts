@@ -31,6 +31,8 @@ export interface SharedOptions {
   slotsPerReplica: number;
   /** limits.batchPrefillPerReplica for the priority-on run, one run per value; the first is the verdict's. */
   batchPrefill: number[];
+  /** The replicas' --long-prefill-token-threshold (0: vLLM's default, none). */
+  longPrefill: number;
   /** Voice agents: each has one system prompt, shared by its sessions (session i is agent i mod agents). */
   agents: number;
   /** Every agent's system prompt sent to every replica before each run, not counted (a deploy's warmup). */
@@ -42,7 +44,7 @@ export interface SharedOptions {
 export const SHARED_DEFAULTS: SharedOptions = {
   replicas: 2, sessions: 16, turns: 6, batchShare: 0.5, batchPromptTokens: [3000, 6000], batchOutputTokens: [100, 300],
   systemTokens: [1000, 1500], userTokens: [20, 60], outputTokens: [30, 80], thinkMs: [300, 800], budgetMs: 300,
-  slotsPerReplica: 12, batchPrefill: [1], agents: 4, warmup: true, maxDurationS: 120, seed: 1,
+  slotsPerReplica: 12, batchPrefill: [1], longPrefill: 0, agents: 4, warmup: true, maxDurationS: 120, seed: 1,
 };
 
 export type SharedMode = 'no batch' | 'batch, priority off' | 'batch, priority on';
@@ -168,7 +170,7 @@ async function oneRun(urls: string[], mode: SharedMode, batchPrefill: number, o:
 
 /** The three runs, each on a freshly reset fleet. */
 export async function runShared(o: SharedOptions, log: (line: string) => void = () => {}): Promise<SharedRun[]> {
-  const args = [...TSX, 'bench/sim/cli.ts', '--replicas', String(o.replicas), '--output-tokens', `${o.outputTokens[0]}-${o.outputTokens[1]}`, '--scheduling-policy', 'priority'];
+  const args = [...TSX, 'bench/sim/cli.ts', '--replicas', String(o.replicas), '--output-tokens', `${o.outputTokens[0]}-${o.outputTokens[1]}`, '--scheduling-policy', 'priority', '--long-prefill-token-threshold', String(o.longPrefill)];
   const fleet = await startChildLines(process.execPath, args, /^http:\/\//, o.replicas, { timeoutMs: 30_000, group: true });
   const urls = fleet.lines.map((l) => l.trim());
   const runs: SharedRun[] = [];

@@ -152,3 +152,18 @@ test('an idle replica keeps no timers', async (t) => {
   await sleep(5);
   assert.equal(timers(), before);
 });
+
+test('--long-prefill-token-threshold: a long prompt is prefilled a chunk a step, and a short request admitted meanwhile is answered first', async (t) => {
+  const r = await replica(t, { ...FAST, longPrefillTokenThreshold: 64, outputTokens: { min: 3, max: 3 } });
+  // Slowed so the long prompt's 30-odd chunks outlast the short request's arrival on a busy machine.
+  r.fault({ kind: 'slow', factor: 20 });
+  const firsts: string[] = [];
+  const long = chat(r.url, { messages: user('long '.repeat(400)) }).then((res) => { firsts.push('long'); return res; });
+  await waitFor(() => r.counters().running === 1, 2000, 'the long prompt running');
+  const short = chat(r.url, { messages: user('short') }).then((res) => { firsts.push('short'); return res; });
+  const [a, b] = await Promise.all([long, short]);
+  r.clearFaults('slow');
+  assert.equal(a.status, 200);
+  assert.equal(b.status, 200);
+  assert.deepEqual(firsts, ['short', 'long'], 'the short request did not wait for the whole long prefill');
+});
