@@ -120,12 +120,13 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
     hooks.onPreempt(seq);
   }
 
-  // vLLM's --long-prefill-token-threshold: a prompt's chunk in one step is at most this, for a
-  // running request and a waiting one alike, so one long prefill leaves budget for the others.
-  const chunkOf = (left: number) => (cfg.longPrefillTokenThreshold > 0 && left > cfg.longPrefillTokenThreshold ? cfg.longPrefillTokenThreshold : left);
-
   function schedule(): Scheduled[] {
     const out: Scheduled[] = [];
+    // vLLM's --long-prefill-token-threshold: a prompt's chunk in one step is at most this, for a
+    // running request and a waiting one alike, so one long prefill leaves budget for the others;
+    // as in vLLM, not when it is the only request (there is nobody to leave budget for).
+    const threshold = running.length + waiting.length > 1 ? cfg.longPrefillTokenThreshold : 0;
+    const chunkOf = (left: number) => (threshold > 0 && left > threshold ? threshold : left);
     let budget = cfg.maxNumBatchedTokens;
     let preempted = false;
     for (let i = 0; i < running.length && budget > 0; i++) {

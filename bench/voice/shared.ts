@@ -13,6 +13,7 @@ import { fmt, percentiles, type Percentiles } from '../lib/percentiles.js';
 import { startChildLines, TSX } from '../lib/procs.js';
 import { keepAliveAgent, messagesOfTokens, streamRequest } from '../sim/index.js';
 import { startGateway } from './fleet.js';
+import { startPriorityFleet } from './shared-vllm.js';
 
 export interface SharedOptions {
   replicas: number;
@@ -33,6 +34,8 @@ export interface SharedOptions {
   batchPrefill: number[];
   /** The replicas' --long-prefill-token-threshold (0: vLLM's default, none). */
   longPrefill: number;
+  /** Simulated replicas, or real vLLM (CPU) ones started for the run (shared-vllm.ts). */
+  fleet: 'sim' | 'vllm';
   /** Voice agents: each has one system prompt, shared by its sessions (session i is agent i mod agents). */
   agents: number;
   /** Every agent's system prompt sent to every replica before each run, not counted (a deploy's warmup). */
@@ -44,7 +47,7 @@ export interface SharedOptions {
 export const SHARED_DEFAULTS: SharedOptions = {
   replicas: 2, sessions: 16, turns: 6, batchShare: 0.5, batchPromptTokens: [3000, 6000], batchOutputTokens: [100, 300],
   systemTokens: [1000, 1500], userTokens: [20, 60], outputTokens: [30, 80], thinkMs: [300, 800], budgetMs: 300,
-  slotsPerReplica: 12, batchPrefill: [1], longPrefill: 0, agents: 4, warmup: true, maxDurationS: 120, seed: 1,
+  slotsPerReplica: 12, batchPrefill: [1], longPrefill: 0, fleet: 'sim', agents: 4, warmup: true, maxDurationS: 120, seed: 1,
 };
 
 export type SharedMode = 'no batch' | 'batch, priority off' | 'batch, priority on';
@@ -85,12 +88,12 @@ function systemPrompts(o: SharedOptions): string[] {
 }
 
 /** Every agent's prompt on every replica, one request each (max_tokens 1), straight to the replicas. */
-async function warmAgents(urls: readonly string[], systems: readonly string[]): Promise<void> {
+async function warmAgents(urls: readonly string[], systems: readonly string[], model: string | null): Promise<void> {
   const agent = keepAliveAgent();
   try {
     await Promise.all(urls.map(async (url) => {
       for (const system of systems) {
-        const body = { stream: true, messages: [{ role: 'system', content: system }, { role: 'user', content: 'hi' }], max_tokens: 1 };
+        const body = { ...(model === null ? {} : { model }), stream: true, messages: [{ role: 'system', content: system }, { role: 'user', content: 'hi' }], max_tokens: 1 };
         const res = await streamRequest(url, '/v1/chat/completions', body, agent, {});
         if (res.status !== 200) throw new Error(`warmup of ${url}: HTTP ${res.status}`);
       }
@@ -100,10 +103,11 @@ async function warmAgents(urls: readonly string[], systems: readonly string[]): 
   }
 }
 
-async function oneRun(urls: string[], mode: SharedMode, batchPrefill: number, o: SharedOptions): Promise<SharedRun> {
+async function oneRun(urls: string[], model: string | null, mode: SharedMode, batchPrefill: number, o: SharedOptions): Promise<SharedRun> {
   const on = mode === 'batch, priority on';
   const systems = systemPrompts(o);
-  if (o.warmup) await warmAgents(urls, systems);
+  const named = model === null ? {} : { model };
+  if (o.warmup) await warmAgents(urls, systems, model);
   const gw = await startGateway(urls, 'affinity', [], null, {
     limits: { maxInflightPerReplica: o.slotsPerReplica, maxQueuedPerReplica: 256, batchPrefillPerReplica: on ? batchPrefill : 0 },
     priority: { vllm: { enabled: on } },
@@ -127,7 +131,7 @@ async function oneRun(urls: string[], mode: SharedMode, batchPrefill: number, o:
       const messages: { role: string; content: string }[] = [{ role: 'system', content: system }];
       for (let t = 0; t < o.turns && performance.now() < deadline; t++) {
         messages.push({ role: 'user', content: textOf(pick(sr, o.userTokens) + 8, `s${i}t${t}.`) });
-        const body = { stream: true, stream_options: { include_usage: true }, messages, max_tokens: pick(sr, o.outputTokens) };
+        const body = { ...named, stream: true, stream_options: { include_usage: true }, messages, max_tokens: pick(sr, o.outputTokens) };
         const res = await streamRequest(gw.url, '/v1/chat/completions', body, agent, { 'x-session-id': `caller-${i}` }).catch(() => null);
         if (res === null || res.status !== 200 || res.ttftMs === null) voiceErrors++;
         else {
@@ -141,7 +145,7 @@ async function oneRun(urls: string[], mode: SharedMode, batchPrefill: number, o:
     const workers = mode === 'no batch' ? 0 : Math.round((o.sessions * o.batchShare) / (1 - o.batchShare));
     const batch = Array.from({ length: workers }, async (_, w) => {
       for (let j = 0; !voiceDone && performance.now() < deadline; j++) {
-        const body = { messages: messagesOfTokens(pick(r, o.batchPromptTokens), `job ${w}.${j}.`), max_tokens: pick(r, o.batchOutputTokens) };
+        const body = { ...named, messages: messagesOfTokens(pick(r, o.batchPromptTokens), `job ${w}.${j}.`), max_tokens: pick(r, o.batchOutputTokens) };
         const res = await streamRequest(gw.url, '/v1/chat/completions', { stream: true, ...body }, agent, on ? { 'x-priority': 'batch' } : {}).catch(() => null);
         if (res !== null && res.status === 200 && res.done) batchJobs++;
         else {
@@ -168,24 +172,34 @@ async function oneRun(urls: string[], mode: SharedMode, batchPrefill: number, o:
   }
 }
 
-/** The three runs, each on a freshly reset fleet. */
+/** The three runs (priority on once per batchPrefill value), each on a freshly reset fleet. */
 export async function runShared(o: SharedOptions, log: (line: string) => void = () => {}): Promise<SharedRun[]> {
-  const args = [...TSX, 'bench/sim/cli.ts', '--replicas', String(o.replicas), '--output-tokens', `${o.outputTokens[0]}-${o.outputTokens[1]}`, '--scheduling-policy', 'priority', '--long-prefill-token-threshold', String(o.longPrefill)];
-  const fleet = await startChildLines(process.execPath, args, /^http:\/\//, o.replicas, { timeoutMs: 30_000, group: true });
-  const urls = fleet.lines.map((l) => l.trim());
+  const fleet = o.fleet === 'vllm' ? await startPriorityFleet(o.replicas, o.longPrefill) : await startSimFleet(o);
   const runs: SharedRun[] = [];
   try {
     for (const mode of SHARED_MODES) {
       for (const k of mode === 'batch, priority on' ? o.batchPrefill : [0]) {
-        await Promise.all(urls.map(async (u) => (await call(`${u}/sim/reset`, { method: 'POST' })).arrayBuffer()));
+        await fleet.reset();
         log(`shared fleet: ${mode}${mode === 'batch, priority on' ? `, batch prefill ${k || 'unbounded'}` : ''} ...`);
-        runs.push(await oneRun(urls, mode, k, o));
+        runs.push(await oneRun(fleet.urls, fleet.model, mode, k, o));
       }
     }
   } finally {
     await fleet.stop();
   }
   return runs;
+}
+
+async function startSimFleet(o: SharedOptions) {
+  const args = [...TSX, 'bench/sim/cli.ts', '--replicas', String(o.replicas), '--output-tokens', `${o.outputTokens[0]}-${o.outputTokens[1]}`, '--scheduling-policy', 'priority', '--long-prefill-token-threshold', String(o.longPrefill)];
+  const fleet = await startChildLines(process.execPath, args, /^http:\/\//, o.replicas, { timeoutMs: 30_000, group: true });
+  const urls = fleet.lines.map((l) => l.trim());
+  return {
+    urls,
+    model: null,
+    reset: async () => { await Promise.all(urls.map(async (u) => (await call(`${u}/sim/reset`, { method: 'POST' })).arrayBuffer())); },
+    stop: () => fleet.stop(),
+  };
 }
 
 export interface SharedVerdict { voiceP90Ratio: number; batchRatio: number; met: boolean }
