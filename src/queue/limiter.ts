@@ -163,7 +163,6 @@ export function createLimiter(initial: LimiterOptions): Limiter {
         return null;
       }
       if (closedWith !== null) throw closedWith;
-      if (slotFree(place)) opts.onPrefillWait?.();
       if (queue.length >= opts.maxQueued) {
         const victim = place.batch ? -1 : lastBatch();
         if (victim < 0) throw new Shed('queue_full', errors.overloaded([`${opts.what}: ${open} in flight and ${queue.length} waiting`], null, undefined, retryAfter));
@@ -171,6 +170,7 @@ export function createLimiter(initial: LimiterOptions): Limiter {
         clearTimeout(w.timer);
         w.reject(new Shed('queue_full', errors.shedForInteractive([opts.what], null, undefined, retryAfter)));
       }
+      if (slotFree(place)) opts.onPrefillWait?.();
       const now = performance.now();
       const untilDeadline = place.expireAtDeadline && !place.batch ? place.deadline - now : Infinity;
       const byDeadline = untilDeadline < opts.timeoutMs;
