@@ -4,6 +4,7 @@ import { EJECTION_CAUSES } from './fleet/outlier.js';
 import type { ColdReason } from './fleet/health.js';
 import type { KvStreamObserver } from './fleet/kv-events/subscriber.js';
 import { STORE_EVENTS, STORE_OPS } from './store/redis.js';
+import { PRIORITY_CLASSES } from './queue/priority.js';
 import { ROUTE_REASONS } from './routing/types.js';
 import { HOPS, type Metrics } from './telemetry/metrics.js';
 import { TRACE_DROP_REASONS } from './telemetry/tracing/export.js';
@@ -32,6 +33,11 @@ export function zeroKnownSeries(metrics: Metrics, retentionSeconds: () => number
   // The hop breakdown reads as zeros, not "No data", before the first request.
   for (const hop of HOPS) metrics.hopDuration.zero({ hop });
   for (const route of ROUTE_REASONS) metrics.ttft.zero({ route });
+  // The dashboard's interactive vs batch panels, before the first request of each class.
+  for (const cls of PRIORITY_CLASSES) {
+    metrics.classTtft.zero({ class: cls });
+    for (const code of ['2xx', '4xx', '5xx']) metrics.classRequests.inc({ class: cls, code }, 0);
+  }
   // Also with the in-memory store (which never fails): the store panels read 0, not "No data".
   for (const store of ['sessions', 'responses']) {
     for (const op of STORE_OPS) metrics.storeErrors.inc({ store, op }, 0);
@@ -48,6 +54,7 @@ export function zeroKnownSeries(metrics: Metrics, retentionSeconds: () => number
       for (const what of ['models', 'metrics']) metrics.scrapeErrors.inc({ replica: name, what }, 0);
       for (const outcome of ['learned', 'unsupported', 'failed']) metrics.tokenRatioProbes.inc({ replica: name, outcome }, 0);
       metrics.clientAborts.inc({ replica: name }, 0);
+      metrics.batchPrefillWaits.inc({ replica: name }, 0);
       metrics.promptTokens.inc({ replica: name }, 0);
       metrics.cachedTokens.inc({ replica: name }, 0);
       metrics.cachedPredicted.inc({ replica: name }, 0);

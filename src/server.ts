@@ -78,7 +78,7 @@ export interface Gateway {
   reconfigure(next: ResolvedConfig): void;
 }
 
-const admissionLimitsOf = (c: ResolvedConfig) => ({ maxInflight: c.limits.maxInflightPerReplica, maxQueued: c.limits.maxQueuedPerReplica, timeoutMs: c.timeouts.queueMs, reservedShare: c.limits.reservedInteractiveShare });
+const admissionLimitsOf = (c: ResolvedConfig) => ({ maxInflight: c.limits.maxInflightPerReplica, maxQueued: c.limits.maxQueuedPerReplica, timeoutMs: c.timeouts.queueMs, reservedShare: c.limits.reservedInteractiveShare, batchPrefill: c.limits.batchPrefillPerReplica });
 const globalLimitOf = (c: ResolvedConfig) => ({ max: c.limits.maxConcurrent, maxQueued: c.limits.maxQueued, timeoutMs: c.timeouts.queueMs, what: 'gateway', reserved: reservedSlots(c.limits.maxConcurrent, c.limits.reservedInteractiveShare) });
 
 /** The composition root: every part of the gateway built once, from the configuration. */
@@ -109,7 +109,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   // Read when a replica's connection pool is made, on its first request: a reload adds to it.
   const tls = tlsByOrigin(config.upstreams);
   const agent = createUpstreamAgent({ connectTimeoutMs: config.timeouts.connectMs, tlsByOrigin: tls });
-  const admission = createAdmission(admissionLimitsOf(config));
+  const admission = createAdmission(admissionLimitsOf(config), (replica) => metrics.batchPrefillWaits.inc({ replica }));
   const fleet = createFleet({ config, registry, router, store, agent, metrics, log, resolver: deps.resolver, forgetAdmission: admission.forget });
   const { health } = fleet;
 

@@ -99,9 +99,10 @@ function draw(rec: Recorded): { html: string; height: number; empty: string[] } 
     title: `${dashboard.title} — rendered from the simulator, not a Grafana screenshot`,
     subtitle: `The dashboard's own PromQL (<code>${DASHBOARD_FILE}</code>) evaluated over ${rounds.length} scrapes, ${SCRAPE_EVERY_S} s apart, of a warmroute gateway and ${REPLICAS} simulated vLLM replicas ` +
       `(<code>npm run bench:dashboard</code>, ${rec.when.slice(0, 10)}; $job = All, $__rate_interval = ${RATE_INTERVAL_S} s). Load: ${WORKLOAD.sessions} voice sessions, ${WORKLOAD.keylessShare * 100}% keyless, and 2 that change their own prompt ` +
-      `(the time in the system prompt from ${TROUBLE.clockDriftS[0]} to ${TROUBLE.clockDriftS[1]} s, tools reordered from ${TROUBLE.toolDriftFromS} s): ${rec.requests.total} requests.</p>` +
+      `(the time in the system prompt from ${TROUBLE.clockDriftS[0]} to ${TROUBLE.clockDriftS[1]} s, tools reordered from ${TROUBLE.toolDriftFromS} s), ` +
+      `${TROUBLE.batchWorkers} batch workers (<code>x-priority: batch</code>) from ${TROUBLE.batchS[0]} to ${TROUBLE.batchS[1]} s: ${rec.requests.total} requests.</p>` +
       `<p>Marks: <b>503</b>, <b>ok</b> ${who('503')} answers 503 (queue full), then serves again · <b>cut</b> ${who('cut')} drops streams after ${TROUBLE.cutAfterChunks} chunks · ` +
-      `<b>crash</b>, <b>restart</b> ${who('crash')} is gone for ${TROUBLE.crashForS} s and comes back with an empty cache.`,
+      `<b>crash</b>, <b>restart</b> ${who('crash')} is gone for ${TROUBLE.crashForS} s and comes back with an empty cache · <b>batch</b> the batch jobs start.`,
     panels,
     times: rounds.map((t) => t - rec.loadStartS),
     marks: rec.events.map((e) => ({ atS: e.atS, label: e.label })),

@@ -1,7 +1,8 @@
 // The traffic the dashboard is drawn from: the voice benchmark's sessions (keyed and keyless,
 // history growing every turn, tool turns, think time) through the gateway for about a minute, plus
 // the trouble a dashboard exists for — a replica answering 503, one cutting streams, one crashing
-// and coming back cold — and two sessions that change their own prompt (prefix drift).
+// and coming back cold — two sessions that change their own prompt (prefix drift), and a burst of
+// batch jobs (x-priority: batch) beside the callers, for the interactive vs batch panels.
 
 import { call } from '../lib/http.js';
 import { keepAliveAgent, streamChatExchange } from '../voice/client.js';
@@ -16,7 +17,7 @@ export const LOAD_S = 60;
 export const WORKLOAD = { sessions: 36, turns: 40, groups: 5, keylessShare: 0.3, startSpreadMs: 12_000, thinkMs: [800, 2000], seed: 1 } satisfies Partial<WorkloadOptions>;
 
 /** The trouble's shape, for the page's caption too. */
-export const TROUBLE = { cutAfterChunks: 3, crashForS: 10, clockDriftS: [20, 50], toolDriftFromS: 40 } as const;
+export const TROUBLE = { cutAfterChunks: 3, crashForS: 10, clockDriftS: [20, 50], toolDriftFromS: 40, batchS: [15, 45], batchWorkers: 4 } as const;
 
 /** Something that happened during the load, drawn as a mark on every panel. */
 export interface LoadEvent {
@@ -94,6 +95,27 @@ async function driftingSessions(gateway: string, t0: number, until: number): Pro
   }
 }
 
+/** Closed-loop batch workers (long prompts, long answers, nobody waiting) for the batch window. */
+async function batchBurst(gateway: string, t0: number, events: LoadEvent[]): Promise<void> {
+  const [from, to] = TROUBLE.batchS;
+  await sleep(Math.max(0, t0 + from * 1000 - performance.now()));
+  events.push({ atS: (performance.now() - t0) / 1000, label: 'batch', replica: '', detail: `${TROUBLE.batchWorkers} batch workers until ${to} s` });
+  const agent = keepAliveAgent();
+  const until = t0 + to * 1000;
+  const job = "Summarise this call transcript for the clinic's records, with every date and name. ".repeat(120);
+  try {
+    await Promise.all(Array.from({ length: TROUBLE.batchWorkers }, async (_, w) => {
+      for (let j = 0; performance.now() < until; j++) {
+        const body = { model: MODEL, messages: [{ role: 'user', content: `job ${w}.${j}: ${job}` }], stream: true, max_tokens: 120 };
+        const x = await streamChatExchange(gateway, { 'x-priority': 'batch' }, body, agent, 30_000);
+        if (x.status !== 200) await sleep(500);
+      }
+    }));
+  } finally {
+    agent.destroy();
+  }
+}
+
 export interface LoadResult {
   run: StrategyRun;
   events: LoadEvent[];
@@ -107,12 +129,13 @@ export async function driveLoad(gateway: string, replicas: readonly string[], na
   const t0 = performance.now();
   const trouble = schedule(replicas, names, events, t0);
   const drift = driftingSessions(gateway, t0, t0 + LOAD_S * 1000);
+  const batch = batchBurst(gateway, t0, events);
   const run = await runStrategy({
     url: gateway, strategy: 'affinity', workload: buildWorkload(WORKLOAD),
     maxDurationMs: LOAD_S * 1000, requestTimeoutMs: 15_000,
     onProgress: (p) => onProgress(`${(p.elapsedMs / 1000).toFixed(0)} s: ${p.done} requests, ${p.inflight} in flight`),
   });
-  await Promise.all([...trouble, drift]);
+  await Promise.all([...trouble, drift, batch]);
   events.sort((a, b) => a.atS - b.atS);
   return { run, events, startedAt };
 }

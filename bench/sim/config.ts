@@ -32,6 +32,8 @@ export interface CapacityKnobs {
   maxNumSeqs: number;
   /** vLLM --max-num-batched-tokens: per-step token budget for chunked prefill. */
   maxNumBatchedTokens: number;
+  /** vLLM --long-prefill-token-threshold: at most this many prompt tokens of one request per step; 0 = none (vLLM's default). */
+  longPrefillTokenThreshold: number;
   /** Waiting-queue bound; beyond it requests get a 503 (not a vLLM flag; a sim knob). */
   maxWaiting: number;
 }
@@ -91,6 +93,7 @@ export const H100_CAPACITY: Readonly<CapacityKnobs> = Object.freeze({
   kvBlocks: 24576,
   maxNumSeqs: 64,
   maxNumBatchedTokens: 8192,
+  longPrefillTokenThreshold: 0,
   maxWaiting: Number.POSITIVE_INFINITY,
 });
 
@@ -129,6 +132,7 @@ export function resolveConfig(opts: SimReplicaOptions = {}, index = 0): SimConfi
     kvBlocks,
     maxNumSeqs: pick(opts.maxNumSeqs, H100_CAPACITY.maxNumSeqs),
     maxNumBatchedTokens: pick(opts.maxNumBatchedTokens, H100_CAPACITY.maxNumBatchedTokens),
+    longPrefillTokenThreshold: pick(opts.longPrefillTokenThreshold, H100_CAPACITY.longPrefillTokenThreshold),
     maxWaiting: pick(opts.maxWaiting, H100_CAPACITY.maxWaiting),
     outputTokens: { min: out.min, max: out.max },
     enablePromptTokensDetails: pick(opts.enablePromptTokensDetails, true),

@@ -1,7 +1,7 @@
 // The engine core: a vLLM V1-style scheduler driven by timers (real ones, or a virtual clock).
 //
 // Each step: running sequences first (one token each when decoding, the next chunk when still
-// prefilling), preempting the most recently admitted one when the KV pool cannot grow; then, if
+// prefilling, at most --long-prefill-token-threshold tokens of it when set), preempting the most recently admitted one when the KV pool cannot grow; then, if
 // nothing was preempted, waiting sequences in FIFO order while seats (max_num_seqs), token budget
 // (max_num_batched_tokens) and blocks last. A step's duration comes from timing.ts; tokens are
 // sampled and streamed when it ends. The loop runs only while there is work: no idle timers.
@@ -122,11 +122,16 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
 
   function schedule(): Scheduled[] {
     const out: Scheduled[] = [];
+    // vLLM's --long-prefill-token-threshold: a prompt's chunk in one step is at most this, for a
+    // running request and a waiting one alike, so one long prefill leaves budget for the others;
+    // as in vLLM, not when it is the only request (there is nobody to leave budget for).
+    const threshold = running.length + waiting.length > 1 ? cfg.longPrefillTokenThreshold : 0;
+    const chunkOf = (left: number) => (threshold > 0 && left > threshold ? threshold : left);
     let budget = cfg.maxNumBatchedTokens;
     let preempted = false;
     for (let i = 0; i < running.length && budget > 0; i++) {
       const seq = running[i];
-      const n = Math.min(seq.tokens.length - seq.numComputed, budget);
+      const n = Math.min(chunkOf(seq.tokens.length - seq.numComputed), budget);
       if (n <= 0) continue;
       let self = false;
       while (!grow(seq, seq.numComputed + n, [])) {
@@ -157,7 +162,7 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
         hits = pool.lookup((k) => seq.hashes[k], maxBlocks);
       }
       const computed = hits.length * bs;
-      const n = Math.min(seq.tokens.length - computed, budget);
+      const n = Math.min(chunkOf(seq.tokens.length - computed), budget);
       if (!grow(seq, computed + n, hits)) break;
       waiting.shift();
       seq.numComputed = computed;

@@ -26,6 +26,7 @@ export const NUMERIC_FLAGS: Record<string, [NumericKnob, string]> = {
   'kv-blocks': ['kvBlocks', 'KV cache capacity in blocks (num_gpu_blocks)'],
   'max-num-seqs': ['maxNumSeqs', 'vLLM --max-num-seqs'],
   'max-num-batched-tokens': ['maxNumBatchedTokens', 'vLLM --max-num-batched-tokens'],
+  'long-prefill-token-threshold': ['longPrefillTokenThreshold', 'vLLM --long-prefill-token-threshold (0: none)'],
   'max-waiting': ['maxWaiting', 'waiting-queue bound; beyond it: 503'],
 };
 

@@ -26,7 +26,18 @@ export const SHARED_USAGE = `  --batch-share F          shared fleet: batch work
                            batch with priority off and batch with priority on (x-priority: batch), then the verdict
   --batch-prompt-tokens A-B  batch job prompt tokens (${SHARED_DEFAULTS.batchPromptTokens.join('-')})
   --batch-output-tokens A-B  batch job answer tokens (${SHARED_DEFAULTS.batchOutputTokens.join('-')})
-  --slots-per-replica N    shared fleet: the gateway's limits.maxInflightPerReplica (${SHARED_DEFAULTS.slotsPerReplica}; a quarter reserved for voice)`;
+  --slots-per-replica N    shared fleet: the gateway's limits.maxInflightPerReplica (${SHARED_DEFAULTS.slotsPerReplica}; a quarter reserved for voice)
+  --batch-prefill K[,K...] shared fleet: limits.batchPrefillPerReplica with priority on, one run each, 0 unbounded (${SHARED_DEFAULTS.batchPrefill.join(',')});
+                           the first is the verdict's
+  --fleet vllm             shared fleet: real vLLM (CPU) replicas of the tiny model, started for the run at
+                           --scheduling-policy priority and stopped after (refused while npm run fleet:vllm runs)
+  --long-prefill N         shared fleet: the replicas' --long-prefill-token-threshold (${SHARED_DEFAULTS.longPrefill}: vLLM's default, none)
+  (shared fleet: --groups is the voice agents, one system prompt each (${SHARED_DEFAULTS.agents}), warmed on every replica
+   before each run unless --no-warmup)`;
+
+function fail(message: string): never {
+  throw new Error(message);
+}
 
 export async function sharedMain(a: Flags): Promise<number> {
   const d = SHARED_DEFAULTS;
@@ -44,6 +55,11 @@ export async function sharedMain(a: Flags): Promise<number> {
     thinkMs: range(a['think-ms'], d.thinkMs, 'think-ms'),
     budgetMs: num(a['budget-ms'], d.budgetMs, 'budget-ms', 1, 60_000),
     slotsPerReplica: num(a['slots-per-replica'], d.slotsPerReplica, 'slots-per-replica', 1, 1024),
+    batchPrefill: typeof a['batch-prefill'] === 'string' ? a['batch-prefill'].split(',').map((v) => num(v, 0, 'batch-prefill', 0, 1024)) : d.batchPrefill,
+    longPrefill: num(a['long-prefill'], d.longPrefill, 'long-prefill', 0, 1_000_000),
+    fleet: a.fleet === undefined ? d.fleet : a.fleet === 'vllm' || a.fleet === 'sim' ? a.fleet : fail(`--fleet is sim or vllm, got ${String(a.fleet)}`),
+    agents: num(a.groups, d.agents, 'groups', 1, 100),
+    warmup: !a['no-warmup'],
     maxDurationS: num(a['max-duration-s'], d.maxDurationS, 'max-duration-s', 1, 3600),
     seed: num(a.seed, d.seed, 'seed', 0, 2 ** 31),
   };
@@ -54,6 +70,6 @@ export async function sharedMain(a: Flags): Promise<number> {
   const stamp = new Date().toISOString();
   writeFileSync(join(out, 'voice-shared-latest.json'), JSON.stringify({ at: stamp, options: o, runs, verdict: sharedVerdict(runs) }, null, 2));
   writeFileSync(join(out, 'voice-shared-latest.md'), `${table}\n`);
-  process.stdout.write(`\nShared fleet (${o.replicas} simulated replicas at --scheduling-policy priority, ${o.sessions} voice sessions × ${o.turns} turns, batch share ${o.batchShare}):\n\n${table}\n\nwrote ${join(out, 'voice-shared-latest.json')}, ${join(out, 'voice-shared-latest.md')}\n`);
+  process.stdout.write(`\nShared fleet (${o.replicas} ${o.fleet === 'vllm' ? 'vLLM (CPU)' : 'simulated'} replicas at --scheduling-policy priority${o.longPrefill > 0 ? ` and --long-prefill-token-threshold ${o.longPrefill}` : ''}, ${o.sessions} voice sessions × ${o.turns} turns, batch share ${o.batchShare}):\n\n${table}\n\nwrote ${join(out, 'voice-shared-latest.json')}, ${join(out, 'voice-shared-latest.md')}\n`);
   return 0;
 }

@@ -2,7 +2,10 @@
 // jobs (summaries, evaluations: long prompts, long answers, nobody on the line). Three runs on
 // the same simulated fleet (vLLM's --scheduling-policy priority): no batch at all; batch with
 // priority off (every request alike, first come first served); batch with priority on (the jobs
-// sent as `x-priority: batch`, the gateway's queues and reserved slots, the class passed to vLLM).
+// sent as `x-priority: batch`, the gateway's queues and reserved slots, the class passed to vLLM,
+// and limits.batchPrefillPerReplica: once per value asked for). The voice agents' system prompts
+// (one per agent, shared by its sessions) are warmed on every replica before each run, as a deploy
+// does, so a session's first turn is not a cold prefill that no gateway setting could change.
 // Reported: voice TTFT p50/p90/p99 and turns over budget, batch jobs completed and per second.
 
 import { call } from '../lib/http.js';
@@ -10,6 +13,7 @@ import { fmt, percentiles, type Percentiles } from '../lib/percentiles.js';
 import { startChildLines, TSX } from '../lib/procs.js';
 import { keepAliveAgent, messagesOfTokens, streamRequest } from '../sim/index.js';
 import { startGateway } from './fleet.js';
+import { startPriorityFleet } from './shared-vllm.js';
 
 export interface SharedOptions {
   replicas: number;
@@ -26,6 +30,16 @@ export interface SharedOptions {
   budgetMs: number;
   /** Slots per replica at the gateway (limits.maxInflightPerReplica): where its queue orders. */
   slotsPerReplica: number;
+  /** limits.batchPrefillPerReplica for the priority-on run, one run per value; the first is the verdict's. */
+  batchPrefill: number[];
+  /** The replicas' --long-prefill-token-threshold (0: vLLM's default, none). */
+  longPrefill: number;
+  /** Simulated replicas, or real vLLM (CPU) ones started for the run (shared-vllm.ts). */
+  fleet: 'sim' | 'vllm';
+  /** Voice agents: each has one system prompt, shared by its sessions (session i is agent i mod agents). */
+  agents: number;
+  /** Every agent's system prompt sent to every replica before each run, not counted (a deploy's warmup). */
+  warmup: boolean;
   maxDurationS: number;
   seed: number;
 }
@@ -33,7 +47,7 @@ export interface SharedOptions {
 export const SHARED_DEFAULTS: SharedOptions = {
   replicas: 2, sessions: 16, turns: 6, batchShare: 0.5, batchPromptTokens: [3000, 6000], batchOutputTokens: [100, 300],
   systemTokens: [1000, 1500], userTokens: [20, 60], outputTokens: [30, 80], thinkMs: [300, 800], budgetMs: 300,
-  slotsPerReplica: 12, maxDurationS: 120, seed: 1,
+  slotsPerReplica: 12, batchPrefill: [1], longPrefill: 0, fleet: 'sim', agents: 4, warmup: true, maxDurationS: 120, seed: 1,
 };
 
 export type SharedMode = 'no batch' | 'batch, priority off' | 'batch, priority on';
@@ -41,6 +55,8 @@ export const SHARED_MODES: readonly SharedMode[] = ['no batch', 'batch, priority
 
 export interface SharedRun {
   mode: SharedMode;
+  /** limits.batchPrefillPerReplica of the run (0: no bound; always 0 with priority off). */
+  batchPrefill: number;
   voice: Percentiles;
   voiceErrors: number;
   turnsOverBudget: number;
@@ -63,10 +79,37 @@ function rng(seed: number) {
 const pick = (r: () => number, [a, b]: readonly [number, number]) => a + Math.floor(r() * (b - a + 1));
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
 
-async function oneRun(urls: string[], mode: SharedMode, o: SharedOptions): Promise<SharedRun> {
+const textOf = (tokens: number, nonce: string) => String(messagesOfTokens(tokens, nonce)[0].content);
+
+/** Agent a's system prompt: its length drawn once per agent, its text the agent's own. */
+function systemPrompts(o: SharedOptions): string[] {
+  const r = rng(o.seed * 7919 + 1);
+  return Array.from({ length: o.agents }, (_, a) => textOf(pick(r, o.systemTokens), `agent ${a}.`));
+}
+
+/** Every agent's prompt on every replica, one request each (max_tokens 1), straight to the replicas. */
+async function warmAgents(urls: readonly string[], systems: readonly string[], model: string | null): Promise<void> {
+  const agent = keepAliveAgent();
+  try {
+    await Promise.all(urls.map(async (url) => {
+      for (const system of systems) {
+        const body = { ...(model === null ? {} : { model }), stream: true, messages: [{ role: 'system', content: system }, { role: 'user', content: 'hi' }], max_tokens: 1 };
+        const res = await streamRequest(url, '/v1/chat/completions', body, agent, {});
+        if (res.status !== 200) throw new Error(`warmup of ${url}: HTTP ${res.status}`);
+      }
+    }));
+  } finally {
+    agent.destroy();
+  }
+}
+
+async function oneRun(urls: string[], model: string | null, mode: SharedMode, batchPrefill: number, o: SharedOptions): Promise<SharedRun> {
   const on = mode === 'batch, priority on';
+  const systems = systemPrompts(o);
+  const named = model === null ? {} : { model };
+  if (o.warmup) await warmAgents(urls, systems, model);
   const gw = await startGateway(urls, 'affinity', [], null, {
-    limits: { maxInflightPerReplica: o.slotsPerReplica, maxQueuedPerReplica: 256 },
+    limits: { maxInflightPerReplica: o.slotsPerReplica, maxQueuedPerReplica: 256, batchPrefillPerReplica: on ? batchPrefill : 0 },
     priority: { vllm: { enabled: on } },
     tools: { minMaxTokens: 0 },
   });
@@ -84,12 +127,11 @@ async function oneRun(urls: string[], mode: SharedMode, o: SharedOptions): Promi
     const sessions = Array.from({ length: o.sessions }, async (_, i) => {
       const sr = rng(o.seed * 1000 + i);
       await sleep(pick(sr, [0, 2000]));
-      const textOf = (tokens: number, nonce: string) => String(messagesOfTokens(tokens, nonce)[0].content);
-      const system = textOf(pick(sr, o.systemTokens), `agent ${i % 4}.`);
+      const system = systems[i % o.agents];
       const messages: { role: string; content: string }[] = [{ role: 'system', content: system }];
       for (let t = 0; t < o.turns && performance.now() < deadline; t++) {
         messages.push({ role: 'user', content: textOf(pick(sr, o.userTokens) + 8, `s${i}t${t}.`) });
-        const body = { stream: true, stream_options: { include_usage: true }, messages, max_tokens: pick(sr, o.outputTokens) };
+        const body = { ...named, stream: true, stream_options: { include_usage: true }, messages, max_tokens: pick(sr, o.outputTokens) };
         const res = await streamRequest(gw.url, '/v1/chat/completions', body, agent, { 'x-session-id': `caller-${i}` }).catch(() => null);
         if (res === null || res.status !== 200 || res.ttftMs === null) voiceErrors++;
         else {
@@ -103,7 +145,7 @@ async function oneRun(urls: string[], mode: SharedMode, o: SharedOptions): Promi
     const workers = mode === 'no batch' ? 0 : Math.round((o.sessions * o.batchShare) / (1 - o.batchShare));
     const batch = Array.from({ length: workers }, async (_, w) => {
       for (let j = 0; !voiceDone && performance.now() < deadline; j++) {
-        const body = { messages: messagesOfTokens(pick(r, o.batchPromptTokens), `job ${w}.${j}.`), max_tokens: pick(r, o.batchOutputTokens) };
+        const body = { ...named, messages: messagesOfTokens(pick(r, o.batchPromptTokens), `job ${w}.${j}.`), max_tokens: pick(r, o.batchOutputTokens) };
         const res = await streamRequest(gw.url, '/v1/chat/completions', { stream: true, ...body }, agent, on ? { 'x-priority': 'batch' } : {}).catch(() => null);
         if (res !== null && res.status === 200 && res.done) batchJobs++;
         else {
@@ -121,7 +163,7 @@ async function oneRun(urls: string[], mode: SharedMode, o: SharedOptions): Promi
     const admin = (await (await call(`${gw.adminUrl}/admin/replicas`)).json()) as { replicas: { name: string; configMismatch?: { setting: string }[] }[] };
     const configMismatch = admin.replicas.flatMap((x) => (x.configMismatch ?? []).map((m) => `${x.name}: ${m.setting}`));
     return {
-      mode, voice: percentiles(ttfts), voiceErrors, turnsOverBudget: over, turns: ttfts.length + voiceErrors,
+      mode, batchPrefill: on ? batchPrefill : 0, voice: percentiles(ttfts), voiceErrors, turnsOverBudget: over, turns: ttfts.length + voiceErrors,
       batchJobs: jobsAtEnd, batchErrors, batchPerS: jobsAtEnd / durationS, durationS, configMismatch,
     };
   } finally {
@@ -130,17 +172,17 @@ async function oneRun(urls: string[], mode: SharedMode, o: SharedOptions): Promi
   }
 }
 
-/** The three runs, each on a freshly reset fleet. */
+/** The three runs (priority on once per batchPrefill value), each on a freshly reset fleet. */
 export async function runShared(o: SharedOptions, log: (line: string) => void = () => {}): Promise<SharedRun[]> {
-  const args = [...TSX, 'bench/sim/cli.ts', '--replicas', String(o.replicas), '--output-tokens', `${o.outputTokens[0]}-${o.outputTokens[1]}`, '--scheduling-policy', 'priority'];
-  const fleet = await startChildLines(process.execPath, args, /^http:\/\//, o.replicas, { timeoutMs: 30_000, group: true });
-  const urls = fleet.lines.map((l) => l.trim());
+  const fleet = o.fleet === 'vllm' ? await startPriorityFleet(o.replicas, o.longPrefill) : await startSimFleet(o);
   const runs: SharedRun[] = [];
   try {
     for (const mode of SHARED_MODES) {
-      await Promise.all(urls.map(async (u) => (await call(`${u}/sim/reset`, { method: 'POST' })).arrayBuffer()));
-      log(`shared fleet: ${mode} ...`);
-      runs.push(await oneRun(urls, mode, o));
+      for (const k of mode === 'batch, priority on' ? o.batchPrefill : [0]) {
+        await fleet.reset();
+        log(`shared fleet: ${mode}${mode === 'batch, priority on' ? `, batch prefill ${k || 'unbounded'}` : ''} ...`);
+        runs.push(await oneRun(fleet.urls, fleet.model, mode, k, o));
+      }
     }
   } finally {
     await fleet.stop();
@@ -148,9 +190,21 @@ export async function runShared(o: SharedOptions, log: (line: string) => void = 
   return runs;
 }
 
+async function startSimFleet(o: SharedOptions) {
+  const args = [...TSX, 'bench/sim/cli.ts', '--replicas', String(o.replicas), '--output-tokens', `${o.outputTokens[0]}-${o.outputTokens[1]}`, '--scheduling-policy', 'priority', '--long-prefill-token-threshold', String(o.longPrefill)];
+  const fleet = await startChildLines(process.execPath, args, /^http:\/\//, o.replicas, { timeoutMs: 30_000, group: true });
+  const urls = fleet.lines.map((l) => l.trim());
+  return {
+    urls,
+    model: null,
+    reset: async () => { await Promise.all(urls.map(async (u) => (await call(`${u}/sim/reset`, { method: 'POST' })).arrayBuffer())); },
+    stop: () => fleet.stop(),
+  };
+}
+
 export interface SharedVerdict { voiceP90Ratio: number; batchRatio: number; met: boolean }
 
-/** The goal: priority on keeps voice p90 within 1.2× of no batch, and batch at ≥ 80% of its rate with priority off. */
+/** The goal: priority on (its first run) keeps voice p90 within 1.2× of no batch, and batch at ≥ 80% of its rate with priority off. */
 export function sharedVerdict(runs: readonly SharedRun[]): SharedVerdict {
   const [none, off, on] = SHARED_MODES.map((m) => runs.find((x) => x.mode === m)!);
   const voiceP90Ratio = on.voice.p90 / none.voice.p90;
@@ -161,9 +215,9 @@ export function sharedVerdict(runs: readonly SharedRun[]): SharedVerdict {
 export function sharedTable(runs: readonly SharedRun[], o: SharedOptions): string {
   const row = (c: (string | number)[]) => `| ${c.join(' | ')} |`;
   const lines = [
-    row(['run', 'voice TTFT p50 ms', 'p90', 'p99', `turns > ${o.budgetMs} ms`, 'voice errors', 'batch jobs', 'batch jobs/s', 'batch errors']),
-    row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
-    ...runs.map((x) => row([x.mode, fmt(x.voice.p50, 1), fmt(x.voice.p90, 1), fmt(x.voice.p99, 1), `${x.turnsOverBudget} / ${x.turns}`, x.voiceErrors, x.batchJobs, fmt(x.batchPerS, 2), x.batchErrors])),
+    row(['run', 'batch prefill per replica', 'voice TTFT p50 ms', 'p90', 'p99', `turns > ${o.budgetMs} ms`, 'voice errors', 'batch jobs', 'batch jobs/s', 'batch errors']),
+    row(['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+    ...runs.map((x) => row([x.mode, x.mode !== 'batch, priority on' ? '—' : x.batchPrefill === 0 ? 'unbounded' : x.batchPrefill, fmt(x.voice.p50, 1), fmt(x.voice.p90, 1), fmt(x.voice.p99, 1), `${x.turnsOverBudget} / ${x.turns}`, x.voiceErrors, x.batchJobs, fmt(x.batchPerS, 2), x.batchErrors])),
   ];
   const v = sharedVerdict(runs);
   const flags = [...new Set(runs.flatMap((x) => x.configMismatch))];

@@ -282,6 +282,13 @@ export const ConfigSchema = Type.Object({
      * may take, so a batch burst never holds the last slot a caller needs (rounded, at most all but one).
      */
     reservedInteractiveShare: Type.Number({ minimum: 0, maximum: 1, default: 0.25 }),
+    /**
+     * Streamed batch requests awaiting their first token on one replica at once; none is let in
+     * while an interactive request there awaits its own. A batch prefill shares the replica's engine
+     * steps with a caller's turn, whatever vLLM's queue order. 0 = no such bound. Only batch-class
+     * requests are held; 1 was the best voice TTFT for the least batch lost (docs/priority.md).
+     */
+    batchPrefillPerReplica: Type.Integer({ minimum: 0, default: 1 }),
   }),
   health: Section({
     /** Active checks: GET /health of every replica (and a /v1/models refresh) on this interval. */

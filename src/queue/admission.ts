@@ -1,5 +1,5 @@
 import type { ReplicaState } from '../fleet/registry.js';
-import { createLimiter, type Limiter, type QueuePlace } from './limiter.js';
+import { createLimiter, type Limiter, type Prefill, type QueuePlace } from './limiter.js';
 
 /**
  * Admission per replica: at most limits.maxInflightPerReplica requests open on each, a bounded
@@ -7,9 +7,15 @@ import { createLimiter, type Limiter, type QueuePlace } from './limiter.js';
  * inflight gauge reads it at scrape time). One limiter per replica in the fleet: a replica's goes when it leaves.
  */
 export interface Admission {
-  /** null when admitted at once; a wait otherwise; throws Shed when the replica's queue is full. */
-  acquire(r: ReplicaState, place?: QueuePlace): Promise<void> | null;
-  release(r: ReplicaState): void;
+  /**
+   * null when admitted at once; a wait otherwise; throws Shed when the replica's queue is full.
+   * `prefill` (limiter.ts): the request is followed until its first token (limits.batchPrefillPerReplica).
+   */
+  acquire(r: ReplicaState, place?: QueuePlace, prefill?: Prefill): Promise<void> | null;
+  /** A request admitted with `prefill` had its first token on `r`. */
+  prefilled(r: ReplicaState, prefill: Prefill): void;
+  /** Its slot back; `prefill` when it never had its first token. */
+  release(r: ReplicaState, prefill?: Prefill): void;
   /** A wait `acquire` returned for `r` is given up (its client left). */
   cancel(r: ReplicaState, wait: Promise<void>): void;
   queuedOn(name: string): number;
@@ -21,18 +27,26 @@ export interface Admission {
   closeQueues(error: Error): void;
 }
 
-export interface AdmissionLimits { maxInflight: number; maxQueued: number; timeoutMs: number; reservedShare?: number }
+export interface AdmissionLimits {
+  maxInflight: number;
+  maxQueued: number;
+  timeoutMs: number;
+  reservedShare?: number;
+  /** limits.batchPrefillPerReplica; 0 or omitted: no prefill gate. */
+  batchPrefill?: number;
+}
 
 /** Interactive-only slots of a limit of `max` (limits.reservedInteractiveShare). */
 export const reservedSlots = (max: number, share: number) => Math.round(max * share);
 
-export function createAdmission(initial: AdmissionLimits): Admission {
+/** `prefillWait`: a batch request waits at replica `name`'s prefill gate alone (warmroute_batch_prefill_waits_total). */
+export function createAdmission(initial: AdmissionLimits, prefillWait: (name: string) => void = () => {}): Admission {
   let opts = initial;
   // Keyed by name, and tied to the replica object it was made for: a request that ends after its
   // replica left (drain time ran out) or rejoined under the same name gives its slot back to
   // nothing, rather than to a limiter it never held a slot of.
   const limiters = new Map<string, { replica: ReplicaState; limiter: Limiter }>();
-  const optionsFor = (name: string) => ({ max: opts.maxInflight, maxQueued: opts.maxQueued, timeoutMs: opts.timeoutMs, what: `replica ${name}`, reserved: reservedSlots(opts.maxInflight, opts.reservedShare ?? 0) });
+  const optionsFor = (name: string) => ({ max: opts.maxInflight, maxQueued: opts.maxQueued, timeoutMs: opts.timeoutMs, what: `replica ${name}`, reserved: reservedSlots(opts.maxInflight, opts.reservedShare ?? 0), batchPrefill: opts.batchPrefill ?? 0, onPrefillWait: () => prefillWait(name) });
   // The counting wait handed out → the limiter's own wait, so a client that leaves can give its place up.
   const waits = new Map<Promise<void>, Promise<void>>();
   let closedWith: Error | null = null;
@@ -45,8 +59,8 @@ export function createAdmission(initial: AdmissionLimits): Admission {
     return e.limiter;
   };
   return {
-    acquire(r, place) {
-      const wait = limiterOf(r).acquire(place);
+    acquire(r, place, prefill) {
+      const wait = limiterOf(r).acquire(place, prefill);
       if (wait === null) {
         r.inflight++;
         return null;
@@ -67,10 +81,14 @@ export function createAdmission(initial: AdmissionLimits): Admission {
       opts = limits;
       for (const [name, e] of limiters) e.limiter.configure(optionsFor(name));
     },
-    release(r) {
+    prefilled(r, prefill) {
+      const e = limiters.get(r.name);
+      if (e?.replica === r) e.limiter.prefilled(prefill);
+    },
+    release(r, prefill) {
       r.inflight--;
       const e = limiters.get(r.name);
-      if (e?.replica === r) e.limiter.release();
+      if (e?.replica === r) e.limiter.release(prefill);
     },
     queuedOn: (name) => limiters.get(name)?.limiter.queued ?? 0,
     forget: (name) => void limiters.delete(name),

@@ -24,15 +24,31 @@ export interface QueuePlace {
 const INTERACTIVE: QueuePlace = Object.freeze({ batch: false, deadline: Infinity, budgetMs: 0, expireAtDeadline: false });
 
 /**
+ * A holder whose prefill the limiter follows (limits.batchPrefillPerReplica): a streamed request
+ * from its admission to its first token, by class; null for one it does not (unstreamed, whose
+ * first token the gateway sees only at the end).
+ */
+export type Prefill = 'batch' | 'interactive' | null;
+
+/** What a streamed request of this place counts as while it awaits its first token. */
+export const prefillOf = (place: QueuePlace | undefined, streamed: boolean): Prefill => (!streamed ? null : place?.batch ? 'batch' : 'interactive');
+
+/**
  * At most `max` holders at once; up to `maxQueued` more wait, each at most `timeoutMs`. Nothing
  * here grows beyond those two numbers. `max` 0 means no limit. The queue is served interactive
  * first, by deadline within a class; `reserved` of the `max` slots are interactive only, and a full
  * queue makes room for an interactive arrival by shedding its latest batch waiter.
  */
 export interface Limiter {
-  /** null when admitted at once (no promise on the common path); a wait otherwise; throws Shed when the queue is full. */
-  acquire(place?: QueuePlace): Promise<void> | null;
-  release(): void;
+  /**
+   * null when admitted at once (no promise on the common path); a wait otherwise; throws Shed when
+   * the queue is full. `prefill`: the holder awaits its first token until `prefilled` or `release`.
+   */
+  acquire(place?: QueuePlace, prefill?: Prefill): Promise<void> | null;
+  /** A holder admitted with `prefill` had its first token. */
+  prefilled(prefill: Prefill): void;
+  /** A holder gives its slot back; `prefill` when it never had its first token. */
+  release(prefill?: Prefill): void;
   /**
    * A config reload: new bounds at once. Waiters a higher limit lets in go at once; under a lower
    * one, released slots go to waiters only once fewer than the new limit are open.
@@ -56,9 +72,17 @@ export interface LimiterOptions {
   what: string;
   /** Slots of `max` only interactive requests may take (limits.reservedInteractiveShare); 0 by default. */
   reserved?: number;
+  /**
+   * limits.batchPrefillPerReplica: at most this many streamed batch holders await their first token
+   * at once, and no batch request is admitted while an interactive holder awaits its own; 0 (the
+   * default) turns the gate off.
+   */
+  batchPrefill?: number;
+  /** A batch request waits with slots free, for the prefill gate alone (a metric). */
+  onPrefillWait?: () => void;
 }
 
-interface Waiter { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout; wait: Promise<void> | null; place: QueuePlace; seq: number }
+interface Waiter { resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout; wait: Promise<void> | null; place: QueuePlace; prefill: Prefill; seq: number }
 
 /** Retry-After for a refusal: the queue wait rounded up to seconds, at least 1. */
 export function retryAfterSeconds(timeoutMs: number): string {
@@ -76,13 +100,28 @@ export function createLimiter(initial: LimiterOptions): Limiter {
   const queue: Waiter[] = [];
   let retryAfter = ['retry-after', retryAfterSeconds(opts.timeoutMs)];
   let closedWith: Error | null = null;
+  const prefilling = { batch: 0, interactive: 0 };
   const reserved = () => (opts.max === 0 ? 0 : Math.min(opts.reserved ?? 0, opts.max - 1));
-  const fits = (p: QueuePlace) => opts.max === 0 || open < opts.max - (p.batch ? reserved() : 0);
+  // A batch prefill shares the replica's engine steps with every prefill beside it: while a
+  // caller's turn awaits its first token none is let in, and only so many at once otherwise.
+  const gateOpen = (p: QueuePlace, prefill: Prefill) => {
+    const k = opts.batchPrefill ?? 0;
+    return !p.batch || k === 0 || (prefilling.interactive === 0 && (prefill === null || prefilling.batch < k));
+  };
+  const slotFree = (p: QueuePlace) => opts.max === 0 || open < opts.max - (p.batch ? reserved() : 0);
+  const fits = (p: QueuePlace, prefill: Prefill) => slotFree(p) && gateOpen(p, prefill);
+  const take = (prefill: Prefill) => {
+    open++;
+    if (prefill !== null) prefilling[prefill]++;
+  };
+  const done = (prefill: Prefill) => {
+    if (prefill !== null) prefilling[prefill]--;
+  };
   /** The waiter served next among those its class lets in now; -1 when none. */
   const nextIndex = () => {
     let best = -1;
     for (let i = 0; i < queue.length; i++) {
-      if (!fits(queue[i].place)) continue;
+      if (!fits(queue[i].place, queue[i].prefill)) continue;
       if (best < 0 || before(queue[i], queue[best])) best = i;
     }
     return best;
@@ -91,7 +130,7 @@ export function createLimiter(initial: LimiterOptions): Limiter {
     for (let i = nextIndex(); i >= 0; i = nextIndex()) {
       const [next] = queue.splice(i, 1);
       clearTimeout(next.timer);
-      open++;
+      take(next.prefill);
       next.resolve();
     }
   };
@@ -118,9 +157,9 @@ export function createLimiter(initial: LimiterOptions): Limiter {
         w.reject(error);
       }
     },
-    acquire(place = INTERACTIVE) {
-      if (fits(place)) {
-        open++;
+    acquire(place = INTERACTIVE, prefill = null) {
+      if (fits(place, prefill)) {
+        take(prefill);
         return null;
       }
       if (closedWith !== null) throw closedWith;
@@ -131,6 +170,7 @@ export function createLimiter(initial: LimiterOptions): Limiter {
         clearTimeout(w.timer);
         w.reject(new Shed('queue_full', errors.shedForInteractive([opts.what], null, undefined, retryAfter)));
       }
+      if (slotFree(place)) opts.onPrefillWait?.();
       const now = performance.now();
       const untilDeadline = place.expireAtDeadline && !place.batch ? place.deadline - now : Infinity;
       const byDeadline = untilDeadline < opts.timeoutMs;
@@ -141,6 +181,7 @@ export function createLimiter(initial: LimiterOptions): Limiter {
           reject,
           wait: null,
           place,
+          prefill,
           seq: seq++,
           timer: setTimeout(() => {
             drop(w);
@@ -160,8 +201,14 @@ export function createLimiter(initial: LimiterOptions): Limiter {
       clearTimeout(queue[i].timer);
       queue.splice(i, 1);
     },
-    release() {
+    prefilled(prefill) {
+      if (prefill === null) return;
+      done(prefill);
+      admitWaiting();
+    },
+    release(prefill = null) {
       open--;
+      done(prefill);
       admitWaiting();
     },
     get open() { return open; },

@@ -257,7 +257,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
           kind: identity?.kind ?? null, model: e.reason !== null ? identity?.model ?? null : null,
           promptTokens: u?.promptTokens ?? null, completionTokens: u?.completionTokens ?? null, cachedTokens: u?.cachedTokens ?? null,
           session, turnKey: place === null || identity === null ? null : session ?? sessionTag(identity.placementKey),
-          turn: place?.turn ?? null, call: place?.call ?? null, errorCode: e.error?.openaiCode ?? null,
+          turn: place?.turn ?? null, call: place?.call ?? null, errorCode: e.error?.openaiCode ?? null, toolCallTruncated: truncated,
         });
       }
     },

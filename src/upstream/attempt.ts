@@ -181,7 +181,10 @@ export class AnswerAttempt extends Attempt {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const { tap, resumeLog, ex } = this.host;
     if (tap === null || !this.headersWritten) return;
-    if (tap.scan(chunk)) ex.clock.firstToken = nowMs();
+    if (tap.scan(chunk)) {
+      ex.clock.firstToken = nowMs();
+      ex.owner.prefilled();
+    }
     this.host.relay.write(controller, resumeLog === null ? chunk : resumeLog.accept(chunk));
   }
 
@@ -232,6 +235,9 @@ export class ContinuationAttempt extends Attempt {
     if (text.length === 0) return;
     const bytes = Buffer.from(text);
     this.host.tap!.scan(bytes);
+    // The stream's first token came before the break: the continuation's prefill is over once it
+    // streams (a no-op after the first time).
+    this.host.ex.owner.prefilled();
     this.host.relay.write(controller, bytes);
   }
 

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ReplicaState } from '../fleet/registry.js';
 import type { Admission } from '../queue/admission.js';
-import type { Limiter } from '../queue/limiter.js';
+import type { Limiter, Prefill } from '../queue/limiter.js';
 import { ClientGone } from './failures.js';
 
 /** A count of open requests that something limits (an API key's `open`). */
@@ -23,8 +23,13 @@ export interface ExchangeOwner<E> {
   holdKey(key: CountedSlot): void;
   /** The gateway-wide slot was granted (limits.maxConcurrent). */
   holdGlobal(): boolean;
-  /** The replica's admission slot was granted (limits.maxInflightPerReplica; its in-flight count). */
-  holdReplica(r: ReplicaState): boolean;
+  /**
+   * The replica's admission slot was granted (limits.maxInflightPerReplica; its in-flight count),
+   * with the prefill it was admitted with (limits.batchPrefillPerReplica), held until `prefilled`.
+   */
+  holdReplica(r: ReplicaState, prefill?: Prefill): boolean;
+  /** The held replica sent the first token: the prefill it was admitted with is over. */
+  prefilled(): void;
   /** The attempt on the held replica is over before the exchange is (failover, resume). */
   releaseReplica(): void;
   /** How to give up the queue wait under way (limits.maxConcurrent or a replica's); null once it is over. */
@@ -57,6 +62,7 @@ export function createExchangeOwner<E>(res: ServerResponse, deps: ExchangeOwnerD
   let key: CountedSlot | null = null;
   let global = false;
   let replica: ReplicaState | null = null;
+  let prefill: Prefill = null;
   let abortUpstream: ((e: Error) => void) | null = null;
   let cancelWait: (() => void) | null = null;
   let stallTimer: NodeJS.Timeout | null = null;
@@ -76,17 +82,26 @@ export function createExchangeOwner<E>(res: ServerResponse, deps: ExchangeOwnerD
       global = true;
       return true;
     },
-    holdReplica(r) {
-      if (ended) { deps.admission.release(r); return false; }
-      if (replica !== null) deps.admission.release(replica);
+    holdReplica(r, p = null) {
+      if (ended) { deps.admission.release(r, p); return false; }
+      self.releaseReplica();
       replica = r;
+      prefill = p;
       return true;
+    },
+    prefilled() {
+      if (replica === null || prefill === null) return;
+      const p = prefill;
+      prefill = null;
+      deps.admission.prefilled(replica, p);
     },
     releaseReplica() {
       if (replica === null) return;
       const r = replica;
+      const p = prefill;
       replica = null;
-      deps.admission.release(r);
+      prefill = null;
+      deps.admission.release(r, p);
     },
     waiting(cancel) { cancelWait = ended ? null : cancel; },
     upstream(abort) { abortUpstream = ended ? null : abort; },

@@ -1,6 +1,6 @@
 import { errors, isWarmrouteError, toWarmrouteError, writeError, type WarmrouteError } from '../errors.js';
 import type { ReplicaState } from '../fleet/registry.js';
-import { Shed } from '../queue/limiter.js';
+import { prefillOf, Shed } from '../queue/limiter.js';
 import { endInterrupted } from '../stream/interrupt.js';
 import { continuationBody, createResumeLog, type ResumeLog } from '../stream/resume.js';
 import type { Tap } from '../stream/tap.js';
@@ -71,21 +71,23 @@ class Forwarding implements AttemptHost {
   private admitted(r: ReplicaState, go: () => void, refused: (e: unknown) => void): void {
     const { owner } = this.ex;
     const admission = this.deps.admission;
+    const place = this.ex.place ?? undefined;
+    const prefill = prefillOf(place, this.ex.streamed);
     let wait: Promise<void> | null;
     try {
-      wait = admission.acquire(r, this.ex.place ?? undefined);
+      wait = admission.acquire(r, place, prefill);
     } catch (e) {
       return refused(e);
     }
     if (wait === null) {
-      if (owner.holdReplica(r)) go();
+      if (owner.holdReplica(r, prefill)) go();
       return;
     }
     // Like any queue wait: a client that leaves meanwhile gives its place up at once.
     const w = wait;
     owner.waiting(() => admission.cancel(r, w));
     w.then(
-      () => { owner.waiting(null); if (owner.holdReplica(r)) go(); },
+      () => { owner.waiting(null); if (owner.holdReplica(r, prefill)) go(); },
       (e: unknown) => { owner.waiting(null); if (!owner.ended) refused(e); },
     );
   }

@@ -21,7 +21,7 @@ const namesIn = (prefix: RegExp) => [...new Set(exprs.flatMap((e) => e.match(pre
 describe('the Grafana dashboard', () => {
   it('shows what the issue asks for, each panel explained', () => {
     const titles = panels.map((p) => p.title.toLowerCase()).join(' | ');
-    for (const want of ['ttft', 'where the time', 'gateway vs replica', 'route decisions', 'hit rate', 'replica load', 'health', 'shed', 'store', 'drift']) {
+    for (const want of ['ttft', 'where the time', 'gateway vs replica', 'route decisions', 'hit rate', 'replica load', 'health', 'shed', 'store', 'drift', 'interactive vs batch']) {
       assert.ok(titles.includes(want), `no panel about ${want}: ${titles}`);
     }
     for (const p of panels) {

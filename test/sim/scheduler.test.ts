@@ -152,3 +152,19 @@ test('an idle replica keeps no timers', async (t) => {
   await sleep(5);
   assert.equal(timers(), before);
 });
+
+test('--long-prefill-token-threshold: long prompts are prefilled a chunk a step, and a short request admitted meanwhile is answered first', async (t) => {
+  // A 192-token budget: without the threshold, the running long prompts take all of it each step.
+  const r = await replica(t, { ...FAST, maxNumBatchedTokens: 192, longPrefillTokenThreshold: 64, outputTokens: { min: 3, max: 3 } });
+  // Slowed so the long prompts' chunks outlast the short request's arrival on a busy machine.
+  r.fault({ kind: 'slow', factor: 20 });
+  const firsts: string[] = [];
+  // Two of them: as in vLLM, a request alone in the engine is not cut to the threshold (nobody needs the budget).
+  const longs = [0, 1].map((i) => chat(r.url, { messages: user(`long ${i} `.repeat(200)) }).then((res) => { firsts.push('long'); return res; }));
+  await waitFor(() => r.counters().running === 2, 2000, 'the long prompts running');
+  const short = chat(r.url, { messages: user('short') }).then((res) => { firsts.push('short'); return res; });
+  const results = await Promise.all([...longs, short]);
+  r.clearFaults('slow');
+  for (const res of results) assert.equal(res.status, 200);
+  assert.deepEqual(firsts, ['short', 'long', 'long'], 'the short request did not wait for the whole long prefills');
+});

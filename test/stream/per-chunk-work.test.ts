@@ -88,7 +88,7 @@ describe('per-chunk work on the request path (counted, not timed)', () => {
     });
     const clock = startClock();
     let ended = '';
-    const owner = { res, ended: false, upstream() {}, stall() {} };
+    const owner = { res, ended: false, upstream() {}, stall() {}, prefilled() {} };
     const host = {
       ex: { owner, clock, identity: { kind: 'chat' }, draining: () => false, streamed: true, resumable: undefined },
       deps: { config: { headers: { route: true, serverTiming: true }, timeouts: { headersMs: 1000, unstreamedHeadersMs: 1000, idleMs: 1000, clientStallMs: 1000 } }, health: { observe() {} } },

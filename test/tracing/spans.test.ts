@@ -254,3 +254,31 @@ describe('tracing off', () => {
     });
   }
 });
+
+describe('tracing: a tool call cut by the token limit', () => {
+  let sim: SimReplica;
+  let g: TestGateway;
+  const mem = new InMemorySpanExporter();
+  before(async () => {
+    sim = await startReplica({});
+    g = await startGateway([sim.url], traced({ tools: { minMaxTokens: 0 } }), { env: {}, traceExporter: mem });
+  });
+  after(async () => { await g.close(); await sim.close(); });
+
+  const toolTurn = (maxTokens: number | null) => JSON.stringify({
+    model: DEFAULT_MODEL, stream: true, ...(maxTokens === null ? {} : { max_tokens: maxTokens }),
+    messages: [{ role: 'user', content: 'Please call update_booking: two seats, Friday.' }],
+    tools: [{ type: 'function', function: { name: 'update_booking', parameters: { type: 'object', properties: { date: { type: 'string' }, seats: { type: 'integer' }, note: { type: 'string' } } } } }],
+    tool_choice: { type: 'function', function: { name: 'update_booking' } },
+  });
+
+  it('marks the SERVER span warmroute.tool_calls.truncated; a whole call has no such attribute', async () => {
+    for (const maxTokens of [12, null]) {
+      const res = await post(g, {}, toolTurn(maxTokens));
+      assert.equal(res.statusCode, 200);
+      await res.body.text();
+    }
+    const servers = (await traceOf(mem, null, 2)).filter((s) => s.kind === SpanKind.SERVER);
+    assert.deepEqual(servers.map((s) => s.attributes['warmroute.tool_calls.truncated']), [true, undefined]);
+  });
+});

@@ -29,6 +29,8 @@ export const A = {
   turn: 'warmroute.turn',
   turnCall: 'warmroute.turn.call',
   overheadMs: 'warmroute.overhead_ms',
+  /** Present (true) when the answer ended on its length with a tool call's arguments still open. */
+  toolCallsTruncated: 'warmroute.tool_calls.truncated',
   /** On each hop's event: the hop's duration in ms, as the histogram observed it. */
   hopMs: 'warmroute.hop.duration_ms',
 } as const;

@@ -30,6 +30,8 @@ export interface TraceFacts {
   readonly call: number | null;
   /** The error's code when the gateway answered with one. */
   readonly errorCode: string | null;
+  /** A tool call cut by the token limit (stream/tool-calls.ts). */
+  readonly toolCallTruncated: boolean;
 }
 
 export interface AttemptTarget {
@@ -154,6 +156,7 @@ export function beginRequestTrace(tracer: Tracer, links: TurnLinks, headers: Inc
       if (f.session !== null) attrs[A.session] = f.session;
       if (f.turn !== null) attrs[A.turn] = f.turn;
       if (f.call !== null) attrs[A.turnCall] = f.call;
+      if (f.toolCallTruncated) attrs[A.toolCallsTruncated] = true;
       if (f.errorCode !== null) attrs[A.errorType] = f.errorCode;
       else if (f.outcome !== 'complete') attrs[A.errorType] = f.outcome;
       server.setAttributes(attrs);
