@@ -45,18 +45,26 @@ function prettyStream(destination?: pino.DestinationStream): pino.DestinationStr
  * instead of one per access line, which measurably cut the gateway's added TTFT (see the
  * overhead benchmark). A timer flushes the buffer every second so quiet periods still log
  * promptly; fatal and exit paths flush synchronously. The pretty format writes each line as it comes.
+ *
+ * The destination holds Buffers (sonic-boom's `buffer` mode), each line encoded once as it is
+ * written: in its default mode sonic-boom appends each line to one pending string and measures that
+ * string's UTF-8 length on every write, which flattens it — with 8 KiB pending, ~5 KB of garbage and
+ * ~2 µs per access line (docs/design-notes.md, "The request path at the floor").
  */
 export function createLogger(level: string, destination?: pino.DestinationStream, format: LogFormat = 'json'): Logger {
   if (format === 'pretty') return pino(loggerOptions(level), prettyStream(destination));
   if (destination) return pino(loggerOptions(level), destination);
-  const dest = pino.destination({ dest: 1, sync: false, minLength: 8_192 });
+  const dest = pino.destination({ dest: 1, sync: false, minLength: 8_192, contentMode: 'buffer' });
   const timer = setInterval(() => dest.flush(), FLUSH_EVERY_MS);
   timer.unref();
   process.once('exit', () => {
     clearInterval(timer);
     try { dest.flushSync(); } catch { /* stdout already gone */ }
   });
-  return pino(loggerOptions(level), dest);
+  // In buffer mode sonic-boom's write takes a Buffer (its types only describe the utf8 mode).
+  const writeBytes = dest.write.bind(dest) as unknown as (bytes: Buffer) => boolean;
+  const lines = { write: (line: string) => writeBytes(Buffer.from(line)), flush: (cb?: (err?: Error) => void) => dest.flush(cb) };
+  return pino(loggerOptions(level), lines);
 }
 
 export type { Logger };
