@@ -11,6 +11,8 @@ const marks = [];
 let figures = null;
 // WARMROUTE_HEAP_PROFILE_FILE: V8's sampling heap profiler over the same window (what is allocated
 // per request, by the function that allocated it), written there when the window closes.
+// WARMROUTE_HEAP_SURVIVORS=1: only what outlived the young generation (collected by a major GC, or
+// still alive at the end): what the scavenges copy and promote.
 const heapFile = process.env.WARMROUTE_HEAP_PROFILE_FILE;
 const inspector = heapFile ? new Session() : null;
 inspector?.connect();
@@ -20,7 +22,7 @@ process.on('SIGUSR2', () => {
   marks.push(Number(process.hrtime.bigint() / 1000n));
   if (marks.length === 1) {
     h.reset(); h.enable();
-    inspector?.post('HeapProfiler.startSampling', { samplingInterval: HEAP_SAMPLING_BYTES, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    inspector?.post('HeapProfiler.startSampling', { samplingInterval: HEAP_SAMPLING_BYTES, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: process.env.WARMROUTE_HEAP_SURVIVORS !== '1' });
     return;
   }
   h.disable();

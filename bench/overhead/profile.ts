@@ -7,7 +7,7 @@
  * a library, a src/ folder or Node's core), and divided by the requests. Writes
  * <out>/profile.{json,md} (--heap: also the bytes allocated per request, by allocating function,
  * from V8's sampling heap profiler over the same window) and the .cpuprofile files (open them in Chrome's DevTools).
- *   tsx bench/overhead/profile.ts [--requests 3000] [--concurrency 1,50] [--out bench/out/profile] [--floor] [--heap] [-- gateway flags]
+ *   tsx bench/overhead/profile.ts [--requests 3000] [--concurrency 1,50] [--out bench/out/profile] [--floor] [--heap [--survivors]] [-- gateway flags]
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -28,6 +28,8 @@ const { values: args, positionals } = parseArgs({
     floor: { type: 'boolean', default: false },
     // V8's sampling heap profiler over the same window too (it slows the process: its CPU figures are then not the plain ones).
     heap: { type: 'boolean', default: false },
+    // With --heap: only the allocations that outlived the young generation (what scavenges copy and promote).
+    survivors: { type: 'boolean', default: false },
   },
 });
 const N = Number(args.requests);
@@ -135,7 +137,7 @@ try {
     const gw = await startChild(process.execPath, args.floor
       ? [...profiled, '--import', 'tsx', 'bench/overhead/raw-proxy.ts', '--port', String(port), '--upstream', upstream.url]
       : [...profiled, 'dist/cli.js', 'serve', '--upstream', upstream.url, '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), '--log-level', 'info', ...positionals],
-    null, { group: true, env: { WARMROUTE_LOOP_DELAY_FILE: delayFile, ...(args.heap ? { WARMROUTE_HEAP_PROFILE_FILE: heapFile } : {}), WARMROUTE_EXIT_ON_TERM: args.floor ? "1" : "0" } });
+    null, { group: true, env: { WARMROUTE_LOOP_DELAY_FILE: delayFile, ...(args.heap ? { WARMROUTE_HEAP_PROFILE_FILE: heapFile, WARMROUTE_HEAP_SURVIVORS: args.survivors ? '1' : '0' } : {}), WARMROUTE_EXIT_ON_TERM: args.floor ? "1" : "0" } });
     await waitForPort(args.floor ? port : admin, 20_000);
     const pool = new Pool(`http://127.0.0.1:${port}`, { connections: c });
     await closedLoop(pool, body, c, Math.max(500, c * 20), 'warm');
@@ -173,7 +175,7 @@ const lines = [
   ...results.map((r) => `c=${r.concurrency}: event loop delay in the window ${JSON.stringify(r.loopDelay)}; ${fmt(r.requests / r.wallS, 0)} requests/s.`),
   ...results.filter((r) => r.allocators.length > 0).flatMap((r) => [
     '',
-    `c=${r.concurrency}: ${fmt(r.bytesPerReq, 0)} bytes allocated per request in the window (V8's sampling heap profiler), the largest allocators:`,
+    `c=${r.concurrency}: ${fmt(r.bytesPerReq, 0)} bytes ${args.survivors ? 'allocated per request that outlived the young generation' : 'allocated per request'} in the window (V8's sampling heap profiler), the largest allocators:`,
     '',
     '| allocated by | bytes / request |',
     '|---|---:|',
