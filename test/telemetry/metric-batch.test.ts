@@ -65,3 +65,43 @@ test('the gateway\'s per-request metrics are read through the batch: an update s
   assert.match(text, /warmroute_ttft_seconds_count\{route="pinned"\} 1\n/);
   assert.match(text, /warmroute_requests_total\{replica="r1",route="pinned",code="2xx"\} 1\n/);
 });
+
+test('recording an exchange calls prom-client for none of its per-request series: they are read from the batch at scrape time', async () => {
+  const { createRecorder } = await import('../../src/record/record.js');
+  const { createRouter } = await import('../../src/routing/router.js');
+  const { createMemorySessionStore } = await import('../../src/store/memory.js');
+  const { startClock } = await import('../../src/telemetry/hop-clock.js');
+  const pino = (await import('pino')).default;
+  const m = createMetrics({ defaultMetrics: false });
+  const router = createRouter('affinity', { store: createMemorySessionStore({ maxSessions: 100, ttlMs: 60_000 }) });
+  const recorder = createRecorder({ metrics: m, log: pino({ level: 'silent' }), router, sessionTag: () => 'tag' });
+  // Every prom-client update made while recording is counted: observe and inc, on a metric or a child.
+  let calls = 0;
+  const counted = <T extends object>(proto: T, name: keyof T) => {
+    const f = proto[name] as (...a: unknown[]) => unknown;
+    (proto as Record<keyof T, unknown>)[name] = function (this: unknown, ...a: unknown[]) { calls++; return f.apply(this, a); };
+    return () => { (proto as Record<keyof T, unknown>)[name] = f; };
+  };
+  const restore = [counted(Histogram.prototype, 'observe'), counted(Counter.prototype, 'inc'), counted(Histogram.prototype, 'labels'), counted(Counter.prototype, 'labels')];
+  const REQUESTS = 1_000;
+  try {
+    for (let i = 0; i < REQUESTS; i++) {
+      const clock = startClock(1_000 + i);
+      Object.assign(clock, { parsed: clock.received + 0.1, routed: clock.received + 0.2, admitted: clock.received + 0.3, sent: clock.received + 0.5, upstreamHeaders: clock.received + 1, firstToken: clock.received + 2, ended: clock.received + 3 });
+      recorder.record({
+        method: 'POST', path: '/v1/chat/completions', identity: null, clock, priority: 'interactive', key: 'team-a',
+        ended: { ending: 'complete', status: 200, replica: 'r1', reason: 'pinned', attempts: 1, usage: { promptTokens: 100, cachedTokens: 64, completionTokens: 8 }, sse: true, done: true, error: null, upstreamError: null },
+      });
+    }
+  } finally {
+    for (const r of restore) r();
+  }
+  assert.equal(calls, 0, `${calls} prom-client updates for ${REQUESTS} requests`);
+  const text = await m.registry.metrics();
+  assert.match(text, new RegExp(`warmroute_hop_duration_seconds_count\\{hop="parse"\\} ${REQUESTS}\\n`));
+  assert.match(text, new RegExp(`warmroute_ttft_seconds_count\\{route="pinned"\\} ${REQUESTS}\\n`));
+  assert.match(text, new RegExp(`warmroute_requests_total\\{replica="r1",route="pinned",code="2xx"\\} ${REQUESTS}\\n`));
+  assert.match(text, new RegExp(`warmroute_client_requests_total\\{key="team-a",code="2xx"\\} ${REQUESTS}\\n`));
+  assert.match(text, new RegExp(`warmroute_class_requests_total\\{class="interactive",code="2xx"\\} ${REQUESTS}\\n`));
+  assert.match(text, new RegExp(`warmroute_cached_tokens_total\\{replica="r1"\\} ${REQUESTS * 64}\\n`));
+});
