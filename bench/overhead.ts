@@ -31,6 +31,8 @@ const { values: args } = parseArgs({
     'requests-50': { type: 'string', default: '4000' },
     rounds: { type: 'string', default: '4' },
     'body-kb': { type: 'string', default: '8' },
+    // The upstream's chunks after the first this many ms apart (bench/overhead/upstream.ts); 0: one per tick.
+    'chunk-gap-ms': { type: 'string', default: '0' },
     'no-nginx': { type: 'boolean', default: false },
     'no-naive': { type: 'boolean', default: false },
     'no-raw': { type: 'boolean', default: false },
@@ -45,7 +47,7 @@ const ROUNDS = Number(args.rounds);
 const body = benchBody(Number(args['body-kb']));
 const progress = (s: string) => process.stderr.write(`\r\x1b[K${s}`);
 
-const upstream = await startUpstream({ kv: args.production });
+const upstream = await startUpstream({ kv: args.production, chunkGapMs: Number(args['chunk-gap-ms']) });
 const targets: Target[] = [upstream, await startWarmroute(upstream.url, ['--log-level', 'info'])];
 // The trace collector of the --production rows: reads each export and answers 200, nothing else.
 let exports = 0;
@@ -139,7 +141,7 @@ try {
   const lines = [
     `# Gateway overhead (${new Date().toISOString()})`,
     '',
-    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}. Request body ${args['body-kb']} KiB, streaming, client TTFT = request sent → first content chunk.`,
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}. Request body ${args['body-kb']} KiB, streaming (the upstream's chunks ${Number(args['chunk-gap-ms']) > 0 ? `${args['chunk-gap-ms']} ms apart` : 'one per tick'}), client TTFT = request sent → first content chunk.`,
     `Requests per target: ${N1} at concurrency 1 steady (rotated blocks of ${BLOCK}), ${N1} at concurrency 1 interleaved (one per target in turn), ${N50} at concurrency 50 (${ROUNDS} rotated rounds).`,
     '',
     '| concurrency | target | TTFT p50 ms | p90 | p99 | added p50 ms | added p90 | added p99 | CPU µs/request |',
