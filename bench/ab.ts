@@ -1,6 +1,6 @@
 /**
  * npm run bench:ab -- --b PATH/TO/OTHER/dist/cli.js [--a dist/cli.js] [--blocks 40] [--rounds 6]
- *                     [--route chat|completions] [--body-kb 8]
+ *                     [--route chat|completions] [--body-kb 8] [--chunk-gap-ms 0]
  * Two gateway builds, A and B, against the same simple upstream in one run, with direct as the
  * reference: concurrency 1 steady (rotated blocks of 50 requests) and concurrency 50 (rotated
  * rounds of 1,000), client TTFT percentiles and each gateway's CPU per request. For "does this
@@ -21,6 +21,8 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '6' },
     route: { type: 'string', default: 'chat' },
     'body-kb': { type: 'string', default: '8' },
+    // The upstream's chunks after the first this many ms apart (bench/overhead/upstream.ts); 0: one per tick.
+    'chunk-gap-ms': { type: 'string', default: '0' },
   },
 });
 if (!args.b) {
@@ -36,7 +38,7 @@ if (route === undefined) {
 const BLOCK = 50;
 const PER_ROUND = 1_000;
 
-const upstream = await startUpstream();
+const upstream = await startUpstream({ chunkGapMs: Number(args['chunk-gap-ms']) });
 const targets: Target[] = [upstream];
 for (const [name, entry] of [['A', args.a], ['B', args.b]] as const) {
   targets.push(await startWarmroute(upstream.url, ['--log-level', 'info'], entry, `${name} ${entry}`));

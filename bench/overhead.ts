@@ -6,12 +6,16 @@
  * concurrency 1 and 50, streaming. Concurrency 1 is measured twice: steady (blocks of requests to
  * one target, as a `wrk -c1` run would) and interleaved (one request per target in turn, so each
  * request finds the target idle and its caches cold after the others ran). Also the CPU each
- * target spends per request (/proc). --production adds the gateway as a production config has it:
- * with KV cache events from the upstream (a steady trickle of stored and removed blocks) and, for
- * the cost of caller turns (on by default), the same gateway with turns off. Writes
- * bench/out/overhead.{json,md}.
+ * target spends per request (/proc). --production adds the gateway as a production config has it,
+ * one feature per row so each one's cost shows: turns off (caller turns are on by default); KV cache
+ * events from the upstream (a steady trickle of stored and removed blocks); tracing to an OTLP/HTTP
+ * collector on loopback (a sink that reads and drops each export) at the default sampler
+ * (parentbased_always_on: every request traced) and at 10% (parentbased_traceidratio 0.1); and all
+ * of them at once (turns, KV events, tracing at the default). Writes bench/out/overhead.{json,md}.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { cpus } from 'node:os';
 import { parseArgs } from 'node:util';
 import { fmt, percentiles, type Percentiles } from './lib/percentiles.js';
@@ -27,6 +31,8 @@ const { values: args } = parseArgs({
     'requests-50': { type: 'string', default: '4000' },
     rounds: { type: 'string', default: '4' },
     'body-kb': { type: 'string', default: '8' },
+    // The upstream's chunks after the first this many ms apart (bench/overhead/upstream.ts); 0: one per tick.
+    'chunk-gap-ms': { type: 'string', default: '0' },
     'no-nginx': { type: 'boolean', default: false },
     'no-naive': { type: 'boolean', default: false },
     'no-raw': { type: 'boolean', default: false },
@@ -41,12 +47,22 @@ const ROUNDS = Number(args.rounds);
 const body = benchBody(Number(args['body-kb']));
 const progress = (s: string) => process.stderr.write(`\r\x1b[K${s}`);
 
-const upstream = await startUpstream({ kv: args.production });
+const upstream = await startUpstream({ kv: args.production, chunkGapMs: Number(args['chunk-gap-ms']) });
 const targets: Target[] = [upstream, await startWarmroute(upstream.url, ['--log-level', 'info'])];
+// The trace collector of the --production rows: reads each export and answers 200, nothing else.
+let exports = 0;
+const collector = args.production ? createServer((req, res) => { req.resume(); req.on('end', () => { exports++; res.end(); }); }) : null;
+if (collector) await new Promise<void>((r) => collector.listen(0, '127.0.0.1', () => r()));
 if (args.production) {
   const info = ['--log-level', 'info'];
-  targets.push(await startWarmroute('', ['--config', gatewayConfigFile({ upstreams: [{ url: upstream.url }], turns: { enabled: false } }), ...info], undefined, 'warmroute, turns off'));
-  targets.push(await startWarmroute('', ['--config', gatewayConfigFile({ upstreams: [{ url: upstream.url, kvEvents: upstream.kvEvents }] }), ...info], undefined, 'warmroute + KV events'));
+  const endpoint = `http://127.0.0.1:${(collector!.address() as AddressInfo).port}`;
+  const gateway = async (name: string, config: Record<string, unknown>) =>
+    targets.push(await startWarmroute('', ['--config', gatewayConfigFile({ upstreams: [{ url: upstream.url }], ...config }), ...info], undefined, name));
+  await gateway('warmroute, turns off', { turns: { enabled: false } });
+  await gateway('warmroute + KV events', { upstreams: [{ url: upstream.url, kvEvents: upstream.kvEvents }] });
+  await gateway('warmroute + tracing (default sampler)', { tracing: { endpoint } });
+  await gateway('warmroute + tracing 10%', { tracing: { endpoint, sampler: 'parentbased_traceidratio', samplerArg: 0.1 } });
+  await gateway('warmroute, production (turns, KV events, tracing)', { upstreams: [{ url: upstream.url, kvEvents: upstream.kvEvents }], tracing: { endpoint } });
 }
 if (!args['no-raw']) {
   targets.push(await startRawNode(upstream.url));
@@ -125,7 +141,7 @@ try {
   const lines = [
     `# Gateway overhead (${new Date().toISOString()})`,
     '',
-    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}. Request body ${args['body-kb']} KiB, streaming, client TTFT = request sent → first content chunk.`,
+    `Machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, Node ${process.version}. Request body ${args['body-kb']} KiB, streaming (the upstream's chunks ${Number(args['chunk-gap-ms']) > 0 ? `${args['chunk-gap-ms']} ms apart` : 'one per tick'}), client TTFT = request sent → first content chunk.`,
     `Requests per target: ${N1} at concurrency 1 steady (rotated blocks of ${BLOCK}), ${N1} at concurrency 1 interleaved (one per target in turn), ${N50} at concurrency 50 (${ROUNDS} rotated rounds).`,
     '',
     '| concurrency | target | TTFT p50 ms | p90 | p99 | added p50 ms | added p90 | added p99 | CPU µs/request |',
@@ -143,6 +159,7 @@ try {
     goals.cpuRatioMet === null
       ? ''
       : `Goal: CPU per request at concurrency 50 ≤ 1.3 × node:http+undici's → ${fmt(goals.cpuPerRequestAtC50Us, 0)} vs ${fmt(goals.floorCpuPerRequestAtC50Us!, 0)} µs = ${fmt(goals.cpuRatioToFloor!, 2)}× (${goals.cpuRatioMet ? 'met' : 'NOT met'}).`,
+    ...(collector ? ['', `The tracing rows exported to a loopback OTLP/HTTP collector: ${exports} exports in the run.`] : []),
     ...(ratios.length ? ['', 'Against the floor (node:http+undici), this run:', '', '| gateway | added TTFT p50 c=1 above the floor, ms | added p99 c=50 / the floor\'s | CPU per request c=50 / the floor\'s |', '|---|---:|---:|---:|', ...ratios] : []),
   ];
   const report = lines.join('\n');
@@ -153,4 +170,5 @@ try {
 } finally {
   await closePools(loads);
   for (const t of targets.reverse()) await t.child?.stop();
+  collector?.close();
 }

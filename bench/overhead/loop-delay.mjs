@@ -3,16 +3,30 @@
 // to WARMROUTE_LOOP_DELAY_FILE at exit. Plain JS: the gateway under test runs from dist/, without tsx.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 
 const RESOLUTION_MS = 1;
 const h = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
 const marks = [];
 let figures = null;
+// WARMROUTE_HEAP_PROFILE_FILE: V8's sampling heap profiler over the same window (what is allocated
+// per request, by the function that allocated it), written there when the window closes.
+// WARMROUTE_HEAP_SURVIVORS=1: only what outlived the young generation (collected by a major GC, or
+// still alive at the end): what the scavenges copy and promote.
+const heapFile = process.env.WARMROUTE_HEAP_PROFILE_FILE;
+const inspector = heapFile ? new Session() : null;
+inspector?.connect();
+const HEAP_SAMPLING_BYTES = 4096;
 process.on('SIGUSR2', () => {
   // µs on the monotonic clock the CPU profile's timestamps use.
   marks.push(Number(process.hrtime.bigint() / 1000n));
-  if (marks.length === 1) { h.reset(); h.enable(); return; }
+  if (marks.length === 1) {
+    h.reset(); h.enable();
+    inspector?.post('HeapProfiler.startSampling', { samplingInterval: HEAP_SAMPLING_BYTES, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: process.env.WARMROUTE_HEAP_SURVIVORS !== '1' });
+    return;
+  }
   h.disable();
+  inspector?.post('HeapProfiler.stopSampling', (err, r) => { if (!err) writeFileSync(heapFile, JSON.stringify(r.profile)); });
   // The histogram holds the timer's whole interval: the delay is what exceeds the resolution.
   const delay = (ns) => Math.max(0, ns / 1e6 - RESOLUTION_MS);
   figures = { p50Ms: delay(h.percentile(50)), p99Ms: delay(h.percentile(99)), maxMs: delay(h.max), meanMs: delay(h.mean) };

@@ -5,8 +5,9 @@
  * loop-delay.mjs, which also measures the event loop's delay in it). The samples in the window
  * are attributed to the part of the request path they ran in (the innermost frame that names one:
  * a library, a src/ folder or Node's core), and divided by the requests. Writes
- * <out>/profile.{json,md} and the .cpuprofile files (open them in Chrome's DevTools).
- *   tsx bench/overhead/profile.ts [--requests 3000] [--concurrency 1,50] [--out bench/out/profile] [--floor] [-- gateway flags]
+ * <out>/profile.{json,md} (--heap: also the bytes allocated per request, by allocating function,
+ * from V8's sampling heap profiler over the same window) and the .cpuprofile files (open them in Chrome's DevTools).
+ *   tsx bench/overhead/profile.ts [--requests 3000] [--concurrency 1,50] [--out bench/out/profile] [--floor] [--heap [--survivors]] [-- gateway flags]
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -25,6 +26,10 @@ const { values: args, positionals } = parseArgs({
     out: { type: 'string', default: 'bench/out/profile' },
     // The node:http + undici floor (raw-proxy.ts) under the same profiler, to compare part by part.
     floor: { type: 'boolean', default: false },
+    // V8's sampling heap profiler over the same window too (it slows the process: its CPU figures are then not the plain ones).
+    heap: { type: 'boolean', default: false },
+    // With --heap: only the allocations that outlived the young generation (what scavenges copy and promote).
+    survivors: { type: 'boolean', default: false },
   },
 });
 const N = Number(args.requests);
@@ -34,6 +39,24 @@ if (!existsSync('dist/cli.js')) throw new Error('dist/cli.js is missing: npm run
 
 interface Frame { functionName: string; url: string }
 interface ProfileNode { id: number; callFrame: Frame; children?: number[] }
+interface HeapNode { callFrame: Frame & { lineNumber: number }; selfSize: number; children: HeapNode[] }
+
+/** Bytes allocated in the window by the function that allocated them (sampled: V8's estimate). */
+function allocations(head: HeapNode): Map<string, number> {
+  const bytes = new Map<string, number>();
+  const walk = (n: HeapNode) => {
+    if (n.selfSize > 0) {
+      const f = n.callFrame;
+      const where = f.url === '' ? '' : ` ${f.url.replace(/^.*\/(node_modules|dist)\//, '$1/').replace(/^file:\/\//, '')}:${f.lineNumber + 1}`;
+      const k = `${f.functionName || '(anonymous)'}${where}`;
+      bytes.set(k, (bytes.get(k) ?? 0) + n.selfSize);
+    }
+    for (const c of n.children) walk(c);
+  };
+  walk(head);
+  return bytes;
+}
+
 interface CpuProfile { nodes: ProfileNode[]; startTime: number; endTime: number; samples: number[]; timeDeltas: number[] }
 
 /** The part of the request path a frame belongs to; null: look further out (a builtin, an anonymous frame). */
@@ -101,19 +124,20 @@ function attribute(p: CpuProfile, from: number, to: number): { parts: Map<string
 }
 
 const upstream = await startUpstream();
-const results: { concurrency: number; requests: number; busyUsPerReq: number; parts: Record<string, number>; loopDelay: unknown; wallS: number }[] = [];
+const results: { concurrency: number; requests: number; busyUsPerReq: number; parts: Record<string, number>; loopDelay: unknown; wallS: number; bytesPerReq: number; allocators: [string, number][] }[] = [];
 try {
   for (const c of args.concurrency.split(',').map(Number)) {
     const dir = join(out, `c${c}`);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
     const delayFile = join(dir, 'loop-delay.json');
+    const heapFile = join(dir, 'window.heapprofile');
     const [port, admin] = [await freePort(), await freePort()];
     const profiled = ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--import', resolve('bench/overhead/loop-delay.mjs')];
     const gw = await startChild(process.execPath, args.floor
       ? [...profiled, '--import', 'tsx', 'bench/overhead/raw-proxy.ts', '--port', String(port), '--upstream', upstream.url]
       : [...profiled, 'dist/cli.js', 'serve', '--upstream', upstream.url, '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), '--log-level', 'info', ...positionals],
-    null, { group: true, env: { WARMROUTE_LOOP_DELAY_FILE: delayFile, WARMROUTE_EXIT_ON_TERM: args.floor ? "1" : "0" } });
+    null, { group: true, env: { WARMROUTE_LOOP_DELAY_FILE: delayFile, ...(args.heap ? { WARMROUTE_HEAP_PROFILE_FILE: heapFile, WARMROUTE_HEAP_SURVIVORS: args.survivors ? '1' : '0' } : {}), WARMROUTE_EXIT_ON_TERM: args.floor ? "1" : "0" } });
     await waitForPort(args.floor ? port : admin, 20_000);
     const pool = new Pool(`http://127.0.0.1:${port}`, { connections: c });
     await closedLoop(pool, body, c, Math.max(500, c * 20), 'warm');
@@ -128,7 +152,10 @@ try {
     const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))!;
     const prof = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
     const { parts, busyUs } = attribute(prof, marks[0], marks[1]);
-    results.push({ concurrency: c, requests: N, busyUsPerReq: busyUs / N, parts: Object.fromEntries([...parts].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, v / N])), loopDelay, wallS });
+    const allocated = existsSync(heapFile) ? allocations((JSON.parse(readFileSync(heapFile, 'utf8')) as { head: HeapNode }).head) : new Map<string, number>();
+    const bytesPerReq = [...allocated.values()].reduce((a, b) => a + b, 0) / N;
+    const allocators = [...allocated].sort((a, b) => b[1] - a[1]).slice(0, 25).map(([k, v]): [string, number] => [k, v / N]);
+    results.push({ concurrency: c, requests: N, busyUsPerReq: busyUs / N, parts: Object.fromEntries([...parts].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, v / N])), loopDelay, wallS, bytesPerReq, allocators });
   }
 } finally {
   await upstream.child?.stop();
@@ -146,6 +173,14 @@ const lines = [
   `| **total (main thread busy)** | ${results.map((r) => `**${fmt(r.busyUsPerReq, 1)}**`).join(' | ')} |`,
   '',
   ...results.map((r) => `c=${r.concurrency}: event loop delay in the window ${JSON.stringify(r.loopDelay)}; ${fmt(r.requests / r.wallS, 0)} requests/s.`),
+  ...results.filter((r) => r.allocators.length > 0).flatMap((r) => [
+    '',
+    `c=${r.concurrency}: ${fmt(r.bytesPerReq, 0)} bytes ${args.survivors ? 'allocated per request that outlived the young generation' : 'allocated per request'} in the window (V8's sampling heap profiler), the largest allocators:`,
+    '',
+    '| allocated by | bytes / request |',
+    '|---|---:|',
+    ...r.allocators.map(([k, v]) => `| \`${k}\` | ${fmt(v, 0)} |`),
+  ]),
 ];
 mkdirSync(out, { recursive: true });
 writeFileSync(join(out, 'profile.json'), JSON.stringify(results, null, 1));

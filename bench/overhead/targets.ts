@@ -26,11 +26,11 @@ export async function waitForPort(port: number, timeoutMs = 10_000): Promise<voi
   }
 }
 
-/** `kv`: the upstream also publishes KV cache events (see upstream.ts); `kvEvents` says where. */
-export async function startUpstream(opts: { kv?: boolean } = {}): Promise<Target & { kvEvents?: { endpoint: string; replayEndpoint: string } }> {
+/** `kv`: the upstream also publishes KV cache events (see upstream.ts); `kvEvents` says where. `chunkGapMs`: see upstream.ts. */
+export async function startUpstream(opts: { kv?: boolean; chunkGapMs?: number } = {}): Promise<Target & { kvEvents?: { endpoint: string; replayEndpoint: string } }> {
   const port = await freePort();
   const kv = opts.kv ? [await freePort(), await freePort()] : null;
-  const child = await startChild(process.execPath, [...TSX, 'bench/overhead/upstream.ts', '--port', String(port), ...(kv ? ['--kv-port', String(kv[0]), '--kv-replay-port', String(kv[1])] : [])], /listening/, { group: true });
+  const child = await startChild(process.execPath, [...TSX, 'bench/overhead/upstream.ts', '--port', String(port), '--chunk-gap-ms', String(opts.chunkGapMs ?? 0), ...(kv ? ['--kv-port', String(kv[0]), '--kv-replay-port', String(kv[1])] : [])], /listening/, { group: true });
   const kvEvents = kv ? { endpoint: `tcp://127.0.0.1:${kv[0]}`, replayEndpoint: `tcp://127.0.0.1:${kv[1]}` } : undefined;
   return { name: 'direct', url: `http://127.0.0.1:${port}`, child, kvEvents };
 }

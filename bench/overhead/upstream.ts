@@ -5,14 +5,20 @@
  * With --kv-port (and --kv-replay-port), it also publishes vLLM-format KV cache events (bench/sim's
  * publisher) as a replica at steady state does: each request stores a couple of new blocks (its
  * reply) on its session's chain, and the oldest are removed past a pool of KV_POOL_BLOCKS.
- *   tsx bench/overhead/upstream.ts --port N [--chunks 8] [--kv-port P --kv-replay-port R]
+ * --chunk-gap-ms G: the chunks after the first G ms apart instead of one per tick. One per tick,
+ * a proxy may find the whole answer waiting in one read (one write to its client) or read each
+ * chunk as it comes (a read and a write each), depending on how the processes share the cores;
+ * G ms apart (a decode loop is 10–50 ms per token), every proxy reads every chunk on its own.
+ *   tsx bench/overhead/upstream.ts --port N [--chunks 8] [--chunk-gap-ms 0] [--kv-port P --kv-replay-port R]
  */
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { startKvPublisher, type SimKvPublisher } from '../sim/kv-events.js';
 
-const { values } = parseArgs({ options: { port: { type: 'string' }, chunks: { type: 'string', default: '8' }, 'kv-port': { type: 'string' }, 'kv-replay-port': { type: 'string' } } });
+const { values } = parseArgs({ options: { port: { type: 'string' }, chunks: { type: 'string', default: '8' }, 'chunk-gap-ms': { type: 'string', default: '0' }, 'kv-port': { type: 'string' }, 'kv-replay-port': { type: 'string' } } });
 const chunks = Number(values.chunks);
+const gapMs = Number(values['chunk-gap-ms']);
+const later = (f: () => void) => (gapMs > 0 ? void setTimeout(f, gapMs) : void setImmediate(f));
 
 const KV_POOL_BLOCKS = 4096;
 const BLOCK_TOKENS = 16;
@@ -42,11 +48,11 @@ const server = createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     res.write(ROLE + TOKENS[0]);
     let i = 1;
-    // The rest one per tick, like tokens leaving a decode loop.
+    // The rest one per tick (or --chunk-gap-ms apart), like tokens leaving a decode loop.
     const next = () => {
-      if (i < TOKENS.length) { res.write(TOKENS[i++]); setImmediate(next); } else { res.end(END); publishKv(); }
+      if (i < TOKENS.length) { res.write(TOKENS[i++]); later(next); } else { res.end(END); publishKv(); }
     };
-    setImmediate(next);
+    later(next);
   });
 });
 server.keepAliveTimeout = 120_000;

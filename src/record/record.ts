@@ -156,18 +156,21 @@ export interface Recorder {
 export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router; sessionTag: SessionTagger; turns?: Turns }): Recorder {
   const { metrics: m, log, router, turns } = deps;
   const sessionTag = rememberedTags(deps.sessionTag);
-  const hop = HOPS.map((h) => m.hopDuration.labels(h));
-  // prom-client builds a label object and a closure on every labels() call: each series' child is
-  // made once and kept (every label set here is bounded: replicas, reasons, outcomes).
-  const ttftBy = memo((route) => m.ttft.labels(route));
-  const requestsBy = memo((key) => m.requests.labels(...(key.split(' ') as [string, string, string])));
-  const decisionsBy = memo((reason) => m.decisions.labels(reason));
-  const promptBy = memo((replica) => m.promptTokens.labels(replica));
-  const cachedBy = memo((replica) => m.cachedTokens.labels(replica));
-  const clientBy = memo((k) => m.clientRequests.labels(...(k.split(' ') as [string, string])));
+  // The per-request series go through the metric batch (telemetry/metric-batch.ts): plain numbers
+  // per request, folded into prom-client when the registry is read. Each series is bound once and
+  // kept (every label set here is bounded: replicas, reasons, outcomes, classes, key names).
+  const batch = m.batch;
+  const hop = HOPS.map((h) => batch.histogram(m.hopDuration, { hop: h }));
+  const overheadSeries = batch.histogram(m.overhead);
+  const ttftBy = memo((route) => batch.histogram(m.ttft, { route }));
+  const requestsBy = memo((key) => { const [replica, route, code] = key.split(' '); return batch.counter(m.requests, { replica, route, code }); });
+  const decisionsBy = memo((reason) => batch.counter(m.decisions, { reason }));
+  const promptBy = memo((replica) => batch.counter(m.promptTokens, { replica }));
+  const cachedBy = memo((replica) => batch.counter(m.cachedTokens, { replica }));
+  const clientBy = memo((k) => { const [key, code] = k.split(' '); return batch.counter(m.clientRequests, { key, code }); });
   const driftBy = memo((where) => m.prefixDrift.labels(where));
-  const classBy = memo((k) => m.classRequests.labels(...(k.split(' ') as [string, string])));
-  const classTtftBy = memo((cls) => m.classTtft.labels(cls));
+  const classBy = memo((k) => { const [cls, code] = k.split(' '); return batch.counter(m.classRequests, { class: cls, code }); });
+  const classTtftBy = memo((cls) => batch.histogram(m.classTtft, { class: cls }));
   // A routed request's model is one a replica serves; the cap is a second bound (a replica whose model list is not read yet keeps any).
   const modelNames = new Set<string>();
   const truncatedBy = memo((model) => m.toolCallsTruncated.labels(model));
@@ -203,7 +206,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       const replicaTtft = replicaTtftOf(clock);
       const route = e.reason ?? 'none';
       if (ttft !== null) ttftBy(route).observe(ttft / 1000);
-      if (overhead !== null) m.overhead.observe(overhead / 1000);
+      if (overhead !== null) overheadSeries.observe(overhead / 1000);
       const replica = e.replica ?? 'none';
       const code = outcomeLabel(e);
       requestsBy(`${replica} ${route} ${code}`).inc();

@@ -1,5 +1,5 @@
-import { createSseEvents, type SseEvents } from './sse-events.js';
-import { createBodyToolCallWatch, createToolCallWatch, type ToolCallEnd, type ToolWatchMode } from './tool-calls.js';
+import { createSseEvents, type SseEvent, type SseEvents } from './sse-events.js';
+import { createBodyToolCallWatch, createToolCallWatch, type ToolCallEnd, type ToolCallWatch, type ToolWatchMode } from './tool-calls.js';
 import { usageIn, type Usage } from './usage.js';
 
 export type { Usage };
@@ -59,74 +59,81 @@ function isFirstOutput(type: string, data: string): boolean {
 
 /**
  * An SSE stream: read event by event (stream/sse-events.ts), one character per byte since every
- * marker looked for is ASCII; JSON is never parsed here.
+ * marker looked for is ASCII; JSON is never parsed here. One object per stream, its methods on
+ * the prototype: it lives as long as the stream, so whatever it holds is copied by every young
+ * collection the stream outlives (as closures it was ~1.8 KB of them per stream: docs/design-notes.md).
  */
-function sseTap(responses: boolean, tools: ToolWatchMode | null): Tap {
-  const toolWatch = tools !== null && !responses ? createToolCallWatch(tools) : null;
-  let toolCall: ToolCallEnd | null = null;
-  let first = false;
-  let firstToken: FirstToken | null = null;
-  let chunkHasFirst = false;
-  let done = false;
-  let responseId: string | null = null;
+class SseTap implements Tap {
+  private readonly toolWatch: ToolCallWatch | null;
+  private readonly events: SseEvents;
+  private first = false;
+  firstToken: FirstToken | null = null;
+  private chunkHasFirst = false;
+  done = false;
+  responseId: string | null = null;
   // The usage is in the last event before [DONE] (chat, completions) or in the last event of the
   // stream (response.completed): only that one is read for it, not every event.
-  let last: string | null = null;
-  const chatEvent = (data: string) => {
-    if (data === '[DONE]') { done = true; return; }
-    toolWatch?.event(data);
-    if (!first) {
+  private last: string | null = null;
+  usage: Usage | null = null;
+  toolCall: ToolCallEnd | null = null;
+  private ended = false;
+
+  constructor(private readonly responses: boolean, tools: ToolWatchMode | null) {
+    this.toolWatch = tools !== null && !responses ? createToolCallWatch(tools) : null;
+    this.events = createSseEvents((e) => this.event(e), { bytes: 'latin1' });
+  }
+
+  private event(e: SseEvent): void {
+    if (this.done) return;
+    if (this.responses) this.responsesEvent(e.event, e.data);
+    else this.chatEvent(e.data);
+  }
+
+  private chatEvent(data: string): void {
+    if (data === '[DONE]') { this.done = true; return; }
+    this.toolWatch?.event(data);
+    if (!this.first) {
       const m = TOKEN.exec(data);
-      if (m !== null) { first = true; chunkHasFirst = true; firstToken = kindOf(m); }
+      if (m !== null) { this.first = true; this.chunkHasFirst = true; this.firstToken = kindOf(m); }
     }
-    last = data;
-  };
-  const responsesEvent = (name: string | undefined, data: string) => {
+    this.last = data;
+  }
+
+  private responsesEvent(name: string | undefined, data: string): void {
     const type = name !== undefined && name !== '' ? name : EVENT_TYPE.exec(data)?.[1] ?? '';
     if (type === 'response.created') {
-      responseId = CREATED_ID.exec(data)?.[1] ?? null;
+      this.responseId = CREATED_ID.exec(data)?.[1] ?? null;
     } else if (type === 'response.completed' || type === 'response.incomplete' || type === 'response.failed') {
       // The final object, with the usage; nothing after it is part of the response.
-      last = data;
-      done = true;
-    } else if (!first && isFirstOutput(type, data)) {
-      first = true;
-      chunkHasFirst = true;
-      firstToken = type === 'response.output_text.delta' ? 'content' : type.startsWith('response.reasoning') ? 'reasoning' : 'tool_call';
+      this.last = data;
+      this.done = true;
+    } else if (!this.first && isFirstOutput(type, data)) {
+      this.first = true;
+      this.chunkHasFirst = true;
+      this.firstToken = type === 'response.output_text.delta' ? 'content' : type.startsWith('response.reasoning') ? 'reasoning' : 'tool_call';
     }
-  };
-  const events: SseEvents = createSseEvents((e) => {
-    if (done) return;
-    if (responses) responsesEvent(e.event, e.data);
-    else chatEvent(e.data);
-  }, { bytes: 'latin1' });
-  let usage: Usage | null = null;
-  let ended = false;
-  const settle = () => {
-    if (ended) return;
-    ended = true;
-    if (last !== null) usage = usageIn(last);
-    last = null;
-    toolCall = toolWatch?.end() ?? null;
-  };
-  return {
-    scan(chunk) {
-      if (done) return false;
-      chunkHasFirst = false;
-      events.push(chunk);
-      if (done) settle();
-      return chunkHasFirst;
-    },
-    end() {
-      if (!done) events.end();
-      settle();
-    },
-    get done() { return done; },
-    get usage() { return usage; },
-    get responseId() { return responseId; },
-    get firstToken() { return firstToken; },
-    get toolCall() { return toolCall; },
-  };
+  }
+
+  private settle(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.last !== null) this.usage = usageIn(this.last);
+    this.last = null;
+    this.toolCall = this.toolWatch?.end() ?? null;
+  }
+
+  scan(chunk: Buffer): boolean {
+    if (this.done) return false;
+    this.chunkHasFirst = false;
+    this.events.push(chunk);
+    if (this.done) this.settle();
+    return this.chunkHasFirst;
+  }
+
+  end(): void {
+    if (!this.done) this.events.end();
+    this.settle();
+  }
 }
 
 /** How much of a JSON body's end is kept to read its usage from (vLLM puts usage last). */
@@ -177,5 +184,5 @@ function bodyTap(responses: boolean, tools: ToolWatchMode | null): Tap {
  * `tools`: the request offered tools or forced a call (a chat answer is then checked for a cut tool call).
  */
 export function createTap(sse: boolean, responses = false, tools: ToolWatchMode | null = null): Tap {
-  return sse ? sseTap(responses, tools) : bodyTap(responses, tools);
+  return sse ? new SseTap(responses, tools) : bodyTap(responses, tools);
 }

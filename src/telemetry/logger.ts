@@ -40,23 +40,39 @@ function prettyStream(destination?: pino.DestinationStream): pino.DestinationStr
   });
 }
 
+/** Lines are written out once this many bytes are pending (or the timer flushes them). */
+const WRITE_AT_BYTES = 32_768;
+/** sonic-boom's bound on one write; it must exceed WRITE_AT_BYTES. */
+const MAX_WRITE_BYTES = 65_536;
+
 /**
- * Logs to stdout through a buffered, asynchronous destination: one write per 8 KiB
- * instead of one per access line, which measurably cut the gateway's added TTFT (see the
- * overhead benchmark). A timer flushes the buffer every second so quiet periods still log
- * promptly; fatal and exit paths flush synchronously. The pretty format writes each line as it comes.
+ * Logs to stdout through a buffered, asynchronous destination: one write per 32 KiB (~60 access
+ * lines) instead of one per line, which measurably cut the gateway's added TTFT (see the
+ * overhead benchmark); each write costs the event loop ~15 µs on the development VM (handing the
+ * buffer to libuv's thread pool) whatever its size. A timer flushes the buffer every second so
+ * quiet periods still log promptly; fatal and exit paths flush synchronously. The pretty format
+ * writes each line as it comes.
+ *
+ * The destination holds Buffers (sonic-boom's `buffer` mode), each line encoded once as it is
+ * written: in its default mode sonic-boom appends each line to one pending string and measures that
+ * string's UTF-8 length on every write, which flattens it — ~5 KB of garbage and ~2 µs per access
+ * line with 8 KiB pending, more the more is pending (docs/design-notes.md, "The request path at
+ * the floor").
  */
 export function createLogger(level: string, destination?: pino.DestinationStream, format: LogFormat = 'json'): Logger {
   if (format === 'pretty') return pino(loggerOptions(level), prettyStream(destination));
   if (destination) return pino(loggerOptions(level), destination);
-  const dest = pino.destination({ dest: 1, sync: false, minLength: 8_192 });
+  const dest = pino.destination({ dest: 1, sync: false, minLength: WRITE_AT_BYTES, maxWrite: MAX_WRITE_BYTES, contentMode: 'buffer' });
   const timer = setInterval(() => dest.flush(), FLUSH_EVERY_MS);
   timer.unref();
   process.once('exit', () => {
     clearInterval(timer);
     try { dest.flushSync(); } catch { /* stdout already gone */ }
   });
-  return pino(loggerOptions(level), dest);
+  // In buffer mode sonic-boom's write takes a Buffer (its types only describe the utf8 mode).
+  const writeBytes = dest.write.bind(dest) as unknown as (bytes: Buffer) => boolean;
+  const lines = { write: (line: string) => writeBytes(Buffer.from(line)), flush: (cb?: (err?: Error) => void) => dest.flush(cb) };
+  return pino(loggerOptions(level), lines);
 }
 
 export type { Logger };

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { createMetricBatch } from './metric-batch.js';
 
 /** The hops of a request, in order; see DESIGN.md. Up to the first token they partition the TTFT. */
 export const HOPS = ['parse', 'route', 'queue', 'connect', 'upstream_headers', 'upstream_first_token', 'stream'] as const;
@@ -20,14 +21,18 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'warmroute_process_' });
   const registers = [registry];
+  // The per-request series are updated through `batch` (record/record.ts) and folded when read.
+  const batch = createMetricBatch();
+  const collect = () => batch.fold();
 
   return {
     registry,
-    hopDuration: new Histogram({ name: 'warmroute_hop_duration_seconds', help: 'Time spent in each hop of a request: parse, route, queue, connect, upstream_headers (request written → response head), upstream_first_token (response head → first token), stream. The hops up to the first token add up to the TTFT.', labelNames: ['hop'] as const, buckets: HOP_BUCKETS, registers }),
-    ttft: new Histogram({ name: 'warmroute_ttft_seconds', help: 'Request received → first token bytes written to the client, by route reason.', labelNames: ['route'] as const, buckets: TTFT_BUCKETS, registers }),
-    overhead: new Histogram({ name: 'warmroute_gateway_overhead_seconds', help: 'Time to first token that is not the replica\'s own: parse + route + queue + connect (incl. failed attempts).', buckets: HOP_BUCKETS, registers }),
-    requests: new Counter({ name: 'warmroute_requests_total', help: 'Requests, by replica (or "none"), route reason (or "none") and outcome: the status class, "interrupted" (the replica failed after the first byte), "aborted" (the client left) or "stalled" (the client stopped reading, timeouts.clientStallMs).', labelNames: ['replica', 'route', 'code'] as const, registers }),
-    decisions: new Counter({ name: 'warmroute_route_decisions_total', help: 'Routing decisions by reason; a request that failed over counts once, as failover.', labelNames: ['reason'] as const, registers }),
+    batch,
+    hopDuration: new Histogram({ name: 'warmroute_hop_duration_seconds', help: 'Time spent in each hop of a request: parse, route, queue, connect, upstream_headers (request written → response head), upstream_first_token (response head → first token), stream. The hops up to the first token add up to the TTFT.', labelNames: ['hop'] as const, buckets: HOP_BUCKETS, registers, collect }),
+    ttft: new Histogram({ name: 'warmroute_ttft_seconds', help: 'Request received → first token bytes written to the client, by route reason.', labelNames: ['route'] as const, buckets: TTFT_BUCKETS, registers, collect }),
+    overhead: new Histogram({ name: 'warmroute_gateway_overhead_seconds', help: 'Time to first token that is not the replica\'s own: parse + route + queue + connect (incl. failed attempts).', buckets: HOP_BUCKETS, registers, collect }),
+    requests: new Counter({ name: 'warmroute_requests_total', help: 'Requests, by replica (or "none"), route reason (or "none") and outcome: the status class, "interrupted" (the replica failed after the first byte), "aborted" (the client left) or "stalled" (the client stopped reading, timeouts.clientStallMs).', labelNames: ['replica', 'route', 'code'] as const, registers, collect }),
+    decisions: new Counter({ name: 'warmroute_route_decisions_total', help: 'Routing decisions by reason; a request that failed over counts once, as failover.', labelNames: ['reason'] as const, registers, collect }),
     retries: new Counter({ name: 'warmroute_upstream_retries_total', help: 'Attempts abandoned before any response byte and retried on the next replica, by replica and cause.', labelNames: ['replica', 'cause'] as const, registers }),
     streamErrors: new Counter({ name: 'warmroute_stream_errors_total', help: 'Responses that failed after the first byte (ended with an error event or cut off), by replica and cause.', labelNames: ['replica', 'cause'] as const, registers }),
     clientAborts: new Counter({ name: 'warmroute_client_aborts_total', help: 'Client disconnects before the response ended (the upstream request is aborted).', labelNames: ['replica'] as const, registers }),
@@ -40,7 +45,7 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     shed: new Counter({ name: 'warmroute_shed_total', help: 'Requests refused for load: 503 with Retry-After when a queue is full or its wait runs out (global_*, replica_*), 429 past an API key\'s own limit (key_limit).', labelNames: ['reason'] as const, registers }),
     apiKeysFileRejected: new Counter({ name: 'warmroute_api_keys_file_rejected_total', help: 'Reads of auth.apiKeysFile not applied (the keys in force stay), by reason: invalid (does not validate), empty (lists no key while it held some: emptied, or read half-written), unreadable (missing, no permission).', labelNames: ['reason'] as const, registers }),
     authFailures: new Counter({ name: 'warmroute_auth_failures_total', help: 'Data-plane requests refused with 401, by reason (missing, invalid).', labelNames: ['reason'] as const, registers }),
-    clientRequests: new Counter({ name: 'warmroute_client_requests_total', help: 'Requests by client API key name (when keys are configured) and outcome code.', labelNames: ['key', 'code'] as const, registers }),
+    clientRequests: new Counter({ name: 'warmroute_client_requests_total', help: 'Requests by client API key name (when keys are configured) and outcome code.', labelNames: ['key', 'code'] as const, registers, collect }),
     prefixDrift: new Counter({ name: 'warmroute_prefix_drift_total', help: 'Turns whose prompt no longer extends the session\'s previous turn (its cache is lost from that point), by where the first difference falls: tools (what precedes the messages), system, history.', labelNames: ['where'] as const, registers }),
     turnCalls: new Histogram({ name: 'warmroute_turn_calls', help: 'LLM calls per caller turn (every call of a session ending in the same last user message: classification, extraction, tool loops, the answer), observed when the turn closes.', buckets: TURN_CALL_BUCKETS, registers }),
     turnWait: new Histogram({ name: 'warmroute_turn_wait_seconds', help: 'The caller\'s wait per turn: its first request received → first content token of its last call that produced content.', buckets: TURN_WAIT_BUCKETS, registers }),
@@ -49,8 +54,8 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     turns: new Counter({ name: 'warmroute_turns_total', help: 'Caller turns closed, by what closed them: next (the session\'s next user message), idle (nothing for turns.idleMs), evicted (turns.maxSessions).', labelNames: ['closed'] as const, registers }),
     resumes: new Counter({ name: 'warmroute_stream_resumes_total', help: 'Streams that broke off mid-way and were resumed on another replica (resume.enabled), by outcome: resumed, failed, or why it was not tried.', labelNames: ['outcome'] as const, registers }),
     traceSpansDropped: new Counter({ name: 'warmroute_trace_spans_dropped_total', help: 'Spans not delivered to the trace collector (tracing on), by reason: queue_full (the batch processor\'s queue was full: the collector is slower than the traffic, or down) or export_failed (the collector refused the export, did not answer within the export timeout, or could not be reached).', labelNames: ['reason'] as const, registers }),
-    promptTokens: new Counter({ name: 'warmroute_prompt_tokens_total', help: 'Prompt tokens reported by replicas in usage.', labelNames: ['replica'] as const, registers }),
-    cachedTokens: new Counter({ name: 'warmroute_cached_tokens_total', help: 'Prompt tokens the replica served from its prefix cache (usage.prompt_tokens_details.cached_tokens).', labelNames: ['replica'] as const, registers }),
+    promptTokens: new Counter({ name: 'warmroute_prompt_tokens_total', help: 'Prompt tokens reported by replicas in usage.', labelNames: ['replica'] as const, registers, collect }),
+    cachedTokens: new Counter({ name: 'warmroute_cached_tokens_total', help: 'Prompt tokens the replica served from its prefix cache (usage.prompt_tokens_details.cached_tokens).', labelNames: ['replica'] as const, registers, collect }),
     healthTransitions: new Counter({ name: 'warmroute_replica_state_changes_total', help: 'Replica up/down transitions, by cause.', labelNames: ['replica', 'to', 'cause'] as const, registers }),
     scrapeErrors: new Counter({ name: 'warmroute_replica_scrape_errors_total', help: 'Failed scrapes of a replica\'s /metrics or /v1/models; routing then uses stale load figures.', labelNames: ['replica', 'what'] as const, registers }),
     storeErrors: new Counter({ name: 'warmroute_store_errors_total', help: 'Shared session store (Redis) operations that failed or were skipped while it was unreachable, by store (sessions: pins; responses: stored-response records) and operation; routing goes on from the local view.', labelNames: ['store', 'op'] as const, registers }),
@@ -93,9 +98,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
     // The tool-call guard (stream/tool-calls.ts, edge/tool-guard.ts); model: a served model name, or none.
     toolCallsTruncated: new Counter({ name: 'warmroute_tool_calls_truncated_total', help: 'Answers to requests offering tools that ended on their length (finish_reason "length") while a tool call\'s arguments were still open (not valid JSON), by model.', labelNames: ['model'] as const, registers }),
     toolMaxTokensRaised: new Counter({ name: 'warmroute_tool_max_tokens_raised_total', help: 'Requests offering tools whose max_tokens / max_completion_tokens was raised to tools.minMaxTokens before forwarding, by the field raised.', labelNames: ['field'] as const, registers }),
-    classRequests: new Counter({ name: 'warmroute_class_requests_total', help: 'Requests by priority class (interactive, batch: queue/priority.ts) and outcome code (as warmroute_requests_total).', labelNames: ['class', 'code'] as const, registers }),
+    classRequests: new Counter({ name: 'warmroute_class_requests_total', help: 'Requests by priority class (interactive, batch: queue/priority.ts) and outcome code (as warmroute_requests_total).', labelNames: ['class', 'code'] as const, registers, collect }),
     batchPrefillWaits: new Counter({ name: 'warmroute_batch_prefill_waits_total', help: 'Batch requests that waited for a replica with its slots free, held by limits.batchPrefillPerReplica (an interactive request there awaited its first token, or that many batch requests did), by replica.', labelNames: ['replica'] as const, registers }),
-    classTtft: new Histogram({ name: 'warmroute_class_ttft_seconds', help: 'Time to first token as the gateway measured it (request received → first token relayed), by priority class.', labelNames: ['class'] as const, buckets: TTFT_BUCKETS, registers }),
+    classTtft: new Histogram({ name: 'warmroute_class_ttft_seconds', help: 'Time to first token as the gateway measured it (request received → first token relayed), by priority class.', labelNames: ['class'] as const, buckets: TTFT_BUCKETS, registers, collect }),
     replicaConfigMismatch: new Gauge({ name: 'warmroute_replica_config_mismatch', help: '1 while a replica is configured unlike the rest of the fleet on a setting (from vllm:cache_config_info and /v1/models): prefix_caching (off), block_size, cache_dtype, kv_capacity (over 10% off the median), max_model_len, model (other weights behind the same served name); 0 otherwise.', labelNames: ['replica', 'setting'] as const, registers }),
     // Filled at scrape time, like the pins.
     responseRecords: new Gauge({ name: 'warmroute_response_records', help: 'Stored-response records (response id → replica) this gateway holds.', registers }),

@@ -57,92 +57,107 @@ export interface ExchangeOwnerDeps<E> {
   readonly clientGone: (replica: string | null) => void;
 }
 
-export function createExchangeOwner<E>(res: ServerResponse, deps: ExchangeOwnerDeps<E>): ExchangeOwner<E> {
-  let ended = false;
-  let key: CountedSlot | null = null;
-  let global = false;
-  let replica: ReplicaState | null = null;
-  let prefill: Prefill = null;
-  let abortUpstream: ((e: Error) => void) | null = null;
-  let cancelWait: (() => void) | null = null;
-  let stallTimer: NodeJS.Timeout | null = null;
-  let gone: (() => void) | null = null;
-  let resolveDone!: () => void;
-  const done = new Promise<void>((r) => { resolveDone = r; });
+/**
+ * One object per exchange, its methods on the prototype: a dozen closures per request (one per
+ * method, and the state they shared) were ~1.8 KB of garbage each (docs/design-notes.md).
+ */
+class Owner<E> implements ExchangeOwner<E> {
+  ended = false;
+  private key: CountedSlot | null = null;
+  private global = false;
+  private replica: ReplicaState | null = null;
+  private prefill: Prefill = null;
+  private abortUpstream: ((e: Error) => void) | null = null;
+  private cancelWait: (() => void) | null = null;
+  private stallTimer: NodeJS.Timeout | null = null;
+  private gone: (() => void) | null = null;
+  private resolveDone!: () => void;
+  readonly done = new Promise<void>((r) => { this.resolveDone = r; });
 
-  const self: ExchangeOwner<E> = {
-    res,
-    get ended() { return ended; },
-    holdKey(k) {
-      k.open++;
-      key = k;
-    },
-    holdGlobal() {
-      if (ended) { deps.global.release(); return false; }
-      global = true;
-      return true;
-    },
-    holdReplica(r, p = null) {
-      if (ended) { deps.admission.release(r, p); return false; }
-      self.releaseReplica();
-      replica = r;
-      prefill = p;
-      return true;
-    },
-    prefilled() {
-      if (replica === null || prefill === null) return;
-      const p = prefill;
-      prefill = null;
-      deps.admission.prefilled(replica, p);
-    },
-    releaseReplica() {
-      if (replica === null) return;
-      const r = replica;
-      const p = prefill;
-      replica = null;
-      prefill = null;
-      deps.admission.release(r, p);
-    },
-    waiting(cancel) { cancelWait = ended ? null : cancel; },
-    upstream(abort) { abortUpstream = ended ? null : abort; },
-    stall(ms, f) {
-      if (stallTimer !== null) { clearTimeout(stallTimer); stallTimer = null; }
-      if (f !== null && !ended) stallTimer = setTimeout(f, ms);
-    },
-    onClientGone(f) { gone = f; },
-    end(e) {
-      if (ended) return false;
-      ended = true;
-      if (stallTimer !== null) { clearTimeout(stallTimer); stallTimer = null; }
-      const abort = abortUpstream;
-      abortUpstream = null;
-      gone = null;
-      const cancel = cancelWait;
-      cancelWait = null;
-      cancel?.();
-      // The upstream request is still open only when the exchange ended before its response did.
-      abort?.(new ClientGone('the exchange ended before its response'));
-      self.releaseReplica();
-      if (global) { global = false; deps.global.release(); }
-      if (key !== null) { key.open--; key = null; }
-      // Every slot is back already; a report that throws must not also keep the drain waiting on
-      // an exchange that is over.
-      try {
-        deps.report(e);
-      } finally {
-        resolveDone();
-      }
-      return true;
-    },
-    done,
-  };
+  constructor(readonly res: ServerResponse, private readonly deps: ExchangeOwnerDeps<E>) {
+    res.on('close', () => this.closed());
+  }
 
-  res.on('close', () => {
-    if (ended || res.writableFinished) return;
-    deps.clientGone(replica?.name ?? null);
-    const f = gone;
+  holdKey(k: CountedSlot): void {
+    k.open++;
+    this.key = k;
+  }
+
+  holdGlobal(): boolean {
+    if (this.ended) { this.deps.global.release(); return false; }
+    this.global = true;
+    return true;
+  }
+
+  holdReplica(r: ReplicaState, p: Prefill = null): boolean {
+    if (this.ended) { this.deps.admission.release(r, p); return false; }
+    this.releaseReplica();
+    this.replica = r;
+    this.prefill = p;
+    return true;
+  }
+
+  prefilled(): void {
+    if (this.replica === null || this.prefill === null) return;
+    const p = this.prefill;
+    this.prefill = null;
+    this.deps.admission.prefilled(this.replica, p);
+  }
+
+  releaseReplica(): void {
+    if (this.replica === null) return;
+    const r = this.replica;
+    const p = this.prefill;
+    this.replica = null;
+    this.prefill = null;
+    this.deps.admission.release(r, p);
+  }
+
+  waiting(cancel: (() => void) | null): void { this.cancelWait = this.ended ? null : cancel; }
+  upstream(abort: ((e: Error) => void) | null): void { this.abortUpstream = this.ended ? null : abort; }
+
+  stall(ms: number, f: (() => void) | null): void {
+    if (this.stallTimer !== null) { clearTimeout(this.stallTimer); this.stallTimer = null; }
+    if (f !== null && !this.ended) this.stallTimer = setTimeout(f, ms);
+  }
+
+  onClientGone(f: () => void): void { this.gone = f; }
+
+  end(e: E): boolean {
+    if (this.ended) return false;
+    this.ended = true;
+    if (this.stallTimer !== null) { clearTimeout(this.stallTimer); this.stallTimer = null; }
+    const abort = this.abortUpstream;
+    this.abortUpstream = null;
+    this.gone = null;
+    const cancel = this.cancelWait;
+    this.cancelWait = null;
+    cancel?.();
+    // The upstream request is still open only when the exchange ended before its response did.
+    abort?.(new ClientGone('the exchange ended before its response'));
+    this.releaseReplica();
+    if (this.global) { this.global = false; this.deps.global.release(); }
+    if (this.key !== null) { this.key.open--; this.key = null; }
+    // Every slot is back already; a report that throws must not also keep the drain waiting on
+    // an exchange that is over.
+    try {
+      this.deps.report(e);
+    } finally {
+      this.resolveDone();
+    }
+    return true;
+  }
+
+  /** The client's side closed: before the exchange ended, the client went away. */
+  private closed(): void {
+    if (this.ended || this.res.writableFinished) return;
+    this.deps.clientGone(this.replica?.name ?? null);
+    const f = this.gone;
     if (f !== null) f();
-    if (!ended) self.end(deps.aborted());
-  });
-  return self;
+    if (!this.ended) this.end(this.deps.aborted());
+  }
+}
+
+export function createExchangeOwner<E>(res: ServerResponse, deps: ExchangeOwnerDeps<E>): ExchangeOwner<E> {
+  return new Owner(res, deps);
 }
