@@ -1,4 +1,4 @@
-// npx tsx bench/tracing-cost.ts [--requests 20000] [--rounds 3]
+// npx tsx bench/tracing-cost.ts [--requests 20000] [--rounds 3] [--batches 512,64] [--garbage-kb 0]
 // CPU per request of tracing alone, in one process, exported by the OTLP/HTTP exporter
 // (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: http/protobuf by default, or http/json) to a loopback sink:
 // - the gateway's spans of a request (telemetry/tracing: SERVER span, the first attempt's
@@ -7,6 +7,10 @@
 //   attributes and seven events, and the same with one CLIENT span beside it (the floor the SDK
 //   sets, with one span and with two);
 // - the bare SDK's spans not exported (a processor that drops them): creation and attributes only.
+// --batches: the gateway's sampled spans again for each export batch size listed
+// (OTEL_BSP_MAX_EXPORT_BATCH_SIZE). --garbage-kb: each request also allocates that much short-lived
+// garbage, as the gateway's own request handling does, so spans waiting in the batch queue
+// outlive young-generation collections as they do in the gateway.
 // The variants run interleaved, `--rounds` times each, so a load change on the machine hits all
 // alike; the lowest round of each is reported. Read beside bench:ab's CPU per request of the
 // whole gateway: the ratio is the share tracing adds.
@@ -24,7 +28,19 @@ import { createOtlpExporter } from '../src/telemetry/tracing/export.js';
 import { tracingSettings, type TracingSettings } from '../src/telemetry/tracing/settings.js';
 import { createTracing } from '../src/telemetry/tracing/tracing.js';
 
-const { values } = parseArgs({ options: { requests: { type: 'string', default: '20000' }, rounds: { type: 'string', default: '3' } } });
+const { values } = parseArgs({ options: {
+  requests: { type: 'string', default: '20000' }, rounds: { type: 'string', default: '3' },
+  batches: { type: 'string', default: '' }, 'garbage-kb': { type: 'string', default: '0' },
+} });
+const GARBAGE = Math.round(Number(values['garbage-kb']) * 1024 / 64);
+let kept: unknown = null;
+/** Short-lived objects of about `--garbage-kb` KiB in all, the last kept until the next request so none is optimized away. */
+function garbage(): void {
+  if (GARBAGE === 0) return;
+  const a: number[][] = [];
+  for (let i = 0; i < GARBAGE; i++) a.push([i, i + 1, i + 2, i + 3, i + 4, i + 5]);
+  kept = a;
+}
 const N = Number(values.requests);
 const ROUNDS = Number(values.rounds);
 let posts = 0;
@@ -55,15 +71,16 @@ const CLIENT_ATTRS: Attributes = {
 };
 const HOP_NAMES = ['parse', 'route', 'queue', 'connect', 'upstream_headers', 'upstream_first_token', 'stream'];
 
-const settingsFor = (sampler: string): TracingSettings => {
+const settingsFor = (sampler: string, batch?: string): TracingSettings => {
   const file = resolveConfig({ upstreams: [{ url: 'http://127.0.0.1:1' }], tracing: { endpoint: url } }).tracing;
-  return tracingSettings(file, { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_TRACES_SAMPLER: sampler, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_BSP_MAX_QUEUE_SIZE: '100000' })!;
+  return tracingSettings(file, { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_TRACES_SAMPLER: sampler, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_BSP_MAX_QUEUE_SIZE: '100000', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: batch })!;
 };
 
 /** µs of CPU per request of `body`, the exports flushed and counted in. */
 async function measure(body: () => void, flush: () => Promise<void>): Promise<number> {
   const cpu0 = process.cpuUsage();
   for (let i = 0; i < N; i++) {
+    garbage();
     body();
     // Let the batch processor's timer and the exports run as they would between requests.
     if (i % 500 === 499) await new Promise((r) => setImmediate(r));
@@ -73,8 +90,8 @@ async function measure(body: () => void, flush: () => Promise<void>): Promise<nu
   return (cpu.user + cpu.system) / N;
 }
 
-async function gateway(sampler: string): Promise<number> {
-  const t = createTracing(settingsFor(sampler), { log: pino({ level: 'silent' }), metrics: createMetrics({ defaultMetrics: false }) });
+async function gateway(sampler: string, batch?: string): Promise<number> {
+  const t = createTracing(settingsFor(sampler, batch), { log: pino({ level: 'silent' }), metrics: createMetrics({ defaultMetrics: false }) });
   const us = await measure(() => {
     const c = startClock();
     const trace = t.begin(headers, 'POST', c.received);
@@ -119,6 +136,7 @@ const variants: [string, () => Promise<number>][] = [
   ['bare SDK: SERVER span + 7 events + attributes, exported', () => bare(false, true)],
   ['bare SDK: SERVER + CLIENT span + 7 events + attributes, exported', () => bare(true, true)],
   ['bare SDK: SERVER span + 7 events + attributes, not exported', () => bare(false, false)],
+  ...values.batches.split(',').filter((b) => b !== '').map((b): [string, () => Promise<number>] => [`gateway, sampled, export batches of ${b}`, () => gateway('always_on', b)]),
 ];
 await gateway('always_on'); // warm-up: JIT, the exporter's first connection
 await bare(true, true);
@@ -126,6 +144,7 @@ const best = new Map<string, number>();
 for (let r = 0; r < ROUNDS; r++) {
   for (const [name, run] of variants) best.set(name, Math.min(best.get(name) ?? Infinity, await run()));
 }
-process.stdout.write(`tracing CPU per request, ${process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || 'http/protobuf'}, ${N} requests, lowest of ${ROUNDS} rounds (${posts} exports, ${(bytes / posts / 1024).toFixed(0)} KiB each on average):\n`);
+process.stdout.write(`tracing CPU per request, ${process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || 'http/protobuf'}, ${N} requests${GARBAGE ? ` with ${values['garbage-kb']} KiB of garbage each` : ''}, lowest of ${ROUNDS} rounds (${posts} exports, ${(bytes / posts / 1024).toFixed(0)} KiB each on average):\n`);
 for (const [name] of variants) process.stdout.write(`  ${name}: ${best.get(name)!.toFixed(1)} µs\n`);
 sink.close();
+void kept;
