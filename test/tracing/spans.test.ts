@@ -1,5 +1,5 @@
 // The gateway's spans, on real sockets, into an in-memory exporter: the tree (caller → SERVER →
-// attempt CLIENT → what the replica receives), the hop spans against the access line's clock,
+// the attempts' contexts → what the replica receives), the hop events against the access line's clock,
 // attributes, failover, resume, sampling, turns, and tracing switched off.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -48,7 +48,7 @@ describe('tracing: spans of an exchange', () => {
     await Promise.all(ups.map((u) => u.close()));
   });
 
-  it("joins the caller's trace: SERVER span under the caller's, one CLIENT attempt under it, whose context the replica receives", async () => {
+  it("joins the caller's trace: SERVER span under the caller's, and the first attempt's context is the SERVER span's own: the replica receives it", async () => {
     const res = await post(g, { traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`, tracestate: 'vendor=abc', 'x-session-id': 'caller-secret-key' });
     assert.equal(res.statusCode, 200);
     await res.body.text();
@@ -56,18 +56,17 @@ describe('tracing: spans of an exchange', () => {
     const server = spans.find((s) => s.kind === SpanKind.SERVER)!;
     assert.equal(parentOf(server), CALLER_SPAN);
     assert.equal(server.name, 'POST /v1/chat/completions');
-    const attempts = spans.filter((s) => s.kind === SpanKind.CLIENT);
-    assert.equal(attempts.length, 1);
-    assert.equal(parentOf(attempts[0]), server.spanContext().spanId);
-    // What the replica got: the attempt's own context (the client's is not passed through), and the caller's tracestate.
+    assert.equal(spans.length, 1, 'one span: no CLIENT span for an exchange answered by its first attempt');
+    // What the replica got: the SERVER span's context (the client's is not passed through), and the caller's tracestate.
     const seen = ups.flatMap((u) => u.seen).filter(isCall).at(-1)!;
-    assert.equal(seen.headers.traceparent, `00-${CALLER_TRACE}-${attempts[0].spanContext().spanId}-01`);
+    assert.equal(seen.headers.traceparent, `00-${CALLER_TRACE}-${server.spanContext().spanId}-01`);
     assert.equal(seen.headers.tracestate, 'vendor=abc');
     const replica = ups.find((u) => u.seen.includes(seen))!;
-    assert.equal(attempts[0].attributes['server.address'], '127.0.0.1');
-    assert.equal(attempts[0].attributes['server.port'], replica.port);
-    assert.equal(attempts[0].attributes['warmroute.attempt.kind'], 'first');
-    assert.equal(attempts[0].attributes['http.response.status_code'], 200);
+    assert.equal(server.attributes['warmroute.replica.address'], '127.0.0.1');
+    assert.equal(server.attributes['warmroute.replica.port'], replica.port);
+    assert.equal(server.attributes['http.request.method'], 'POST');
+    assert.equal(server.attributes['http.response.status_code'], 200);
+    assert.equal(server.events.filter((e) => e.name === 'attempt_failed').length, 0);
   });
 
   it('hop events carry the same clock readings as the access line, and tile the SERVER span', async () => {
@@ -124,7 +123,7 @@ describe('tracing: spans of an exchange', () => {
     assert.ok(!everything.includes('private prompt'), 'no prompt text in any span');
   });
 
-  it('failover: each attempt its own CLIENT span, the failed one an error, each replica sent its own context', async () => {
+  it('failover: the first attempt is the SERVER span\'s, its failure an event; the failover a CLIENT span of its own; each replica sent its attempt\'s context', async () => {
     mem.reset();
     const before = ups.map((u) => u.seen.length);
     const res = await post(g, { 'x-fixture-status': '503', traceparent: `00-${CALLER_TRACE.replace('4b', '6b')}-${CALLER_SPAN}-01` });
@@ -132,14 +131,20 @@ describe('tracing: spans of an exchange', () => {
     await res.body.text();
     const spans = await traceOf(mem, CALLER_TRACE.replace('4b', '6b'));
     const server = spans.find((s) => s.kind === SpanKind.SERVER)!;
-    const attempts = spans.filter((s) => s.kind === SpanKind.CLIENT).sort((x, y) => (x.attributes['warmroute.attempt'] as number) - (y.attributes['warmroute.attempt'] as number));
-    assert.deepEqual(attempts.map((s) => s.attributes['warmroute.attempt.kind']), ['first', 'failover']);
-    assert.ok(attempts.every((s) => parentOf(s) === server.spanContext().spanId));
+    const attempts = spans.filter((s) => s.kind === SpanKind.CLIENT);
+    assert.deepEqual(attempts.map((s) => [s.name, s.attributes['warmroute.attempt.kind'], s.attributes['warmroute.attempt']]), [['attempt', 'failover', 1]]);
+    assert.equal(parentOf(attempts[0]), server.spanContext().spanId);
     assert.equal(attempts[0].status.code, SpanStatusCode.ERROR);
+    assert.equal(typeof attempts[0].attributes['server.port'], 'number');
+    const failed = server.events.filter((e) => e.name === 'attempt_failed');
+    assert.equal(failed.length, 1, 'the first attempt\'s failure, on the SERVER span');
+    assert.equal(typeof failed[0].attributes!['error.type'], 'string');
+    assert.notEqual(failed[0].attributes!['warmroute.replica'], attempts[0].attributes['warmroute.replica'], 'another replica');
+    assert.equal(server.attributes['warmroute.replica.address'], undefined, 'the first attempt did not answer');
     assert.equal(server.attributes['warmroute.attempts'], 2);
     assert.equal(server.status.code, SpanStatusCode.ERROR);
     const sent = ups.flatMap((u, i) => u.seen.slice(before[i])).filter(isCall).map((q) => String(q.headers.traceparent).split('-')[2]);
-    assert.deepEqual(sent.sort(), attempts.map((s) => s.spanContext().spanId).sort());
+    assert.deepEqual(sent.sort(), [server.spanContext().spanId, attempts[0].spanContext().spanId].sort());
   });
 
   it("a caller's unsampled context is honoured (parent-based): nothing exported, the flag goes on to the replica", async () => {
@@ -194,7 +199,7 @@ describe('tracing: resume and sampling', () => {
     body: JSON.stringify({ model: DEFAULT_MODEL, stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'Tell me about the opening hours of the clinic.' }] }),
   });
 
-  it('a stream resumed on another replica: the broken attempt ends in error, the continuation has a CLIENT span of its own', async () => {
+  it('a stream resumed on another replica: the break is an event on the SERVER span (the first attempt\'s), the continuation has a CLIENT span of its own', async () => {
     const first = await chat('resume-trace');
     await first.body.text();
     const home = rs.find((r) => String(first.headers['x-warmroute-replica']).endsWith(`:${r.port}`))!;
@@ -205,13 +210,14 @@ describe('tracing: resume and sampling', () => {
     assert.match(await res.body.text(), /\[DONE\]/);
     const spans = await traceOf(mem, id);
     const server = spans.find((s) => s.kind === SpanKind.SERVER)!;
-    const attempts = spans.filter((s) => s.kind === SpanKind.CLIENT).sort((x, y) => ms(x.startTime) - ms(y.startTime));
-    assert.deepEqual(attempts.map((s) => s.attributes['warmroute.attempt.kind']), ['first', 'resume']);
-    assert.equal(attempts[0].status.code, SpanStatusCode.ERROR);
-    assert.notEqual(attempts[1].status.code, SpanStatusCode.ERROR);
-    assert.notEqual(attempts[0].attributes['warmroute.replica'], attempts[1].attributes['warmroute.replica']);
-    assert.ok(attempts.every((s) => parentOf(s) === server.spanContext().spanId));
-    assert.ok(ms(attempts[0].endTime) <= ms(attempts[1].startTime) + 0.001, 'the continuation starts after the break');
+    const attempts = spans.filter((s) => s.kind === SpanKind.CLIENT);
+    assert.deepEqual(attempts.map((s) => [s.name, s.attributes['warmroute.attempt.kind']]), [['resume', 'resume']]);
+    assert.notEqual(attempts[0].status.code, SpanStatusCode.ERROR);
+    assert.equal(parentOf(attempts[0]), server.spanContext().spanId);
+    const broke = server.events.filter((e) => e.name === 'attempt_failed');
+    assert.equal(broke.length, 1);
+    assert.notEqual(broke[0].attributes!['warmroute.replica'], attempts[0].attributes['warmroute.replica']);
+    assert.ok(ms(broke[0].time) <= ms(attempts[0].startTime) + 0.001, 'the continuation starts after the break');
     assert.equal(server.attributes['warmroute.outcome'], 'complete');
   });
 

@@ -19,6 +19,9 @@ export const A = {
   timeToFirstChunk: 'gen_ai.response.time_to_first_chunk',
   routeReason: 'warmroute.route.reason',
   replica: 'warmroute.replica',
+  /** On the SERVER span, for the first attempt it carried: server.address there would name the gateway itself. */
+  replicaAddress: 'warmroute.replica.address',
+  replicaPort: 'warmroute.replica.port',
   predictedCached: 'warmroute.cached_tokens.predicted',
   queueWaitMs: 'warmroute.queue.wait_ms',
   attempts: 'warmroute.attempts',
@@ -33,6 +36,13 @@ export const A = {
   toolCallsTruncated: 'warmroute.tool_calls.truncated',
   /** On each hop's event: the hop's duration in ms, as the histogram observed it. */
   hopMs: 'warmroute.hop.duration_ms',
+  link: 'warmroute.link',
+} as const;
+
+/** Event names on the SERVER span besides the hops. */
+export const EVENT = {
+  /** The first attempt (the SERVER span's own context went to its replica) failed before a response. */
+  attemptFailed: 'attempt_failed',
 } as const;
 
 /** gen_ai.operation.name by request kind: the Responses API is a chat too. */
