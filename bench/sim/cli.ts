@@ -12,6 +12,7 @@ const USAGE = `usage: npm run sim -- [--replicas N] [--base-port P] [knobs...]
   --kv-events                   publish vLLM's KV events (zeromq PUB + replay ROUTER) from each block pool
   --kv-events-base-port P       replica i publishes on P+2i, replays on P+2i+1 (0 = free ports)
   --kv-events-shape map|array   batch encoding: 2026 tagged maps (default) or the older positional arrays
+  --otlp-traces-endpoint URL    vLLM's flag: an llm_request span per finished request, OTLP http/json to URL
 ${knobHelp()}
 
 Admin per replica: POST /sim/fault {"kind":...}, DELETE /sim/fault, GET /sim/state, POST /sim/reset`;
@@ -25,6 +26,7 @@ async function main(): Promise<void> {
       'kv-events': { type: 'boolean' },
       'kv-events-base-port': { type: 'string', default: '0' },
       'kv-events-shape': { type: 'string', default: 'map' },
+      'otlp-traces-endpoint': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -37,7 +39,7 @@ async function main(): Promise<void> {
   const shape = values['kv-events-shape'];
   if (shape !== 'map' && shape !== 'array') throw new Error('--kv-events-shape is map or array');
   const kvEvents = values['kv-events'] ? { shape: shape as 'map' | 'array' } : undefined;
-  const fleet = await startFleet({ ...knobs, kvEvents, replicas: Number(values.replicas), basePort: Number(values['base-port']), kvEventsBasePort: Number(values['kv-events-base-port']) });
+  const fleet = await startFleet({ ...knobs, kvEvents, replicas: Number(values.replicas), basePort: Number(values['base-port']), kvEventsBasePort: Number(values['kv-events-base-port']), otlpTracesEndpoint: values['otlp-traces-endpoint'] as string | undefined });
   // stdout carries only the URLs, one per line, so scripts can read them; the rest goes to stderr.
   for (const r of fleet.replicas) console.log(r.url);
   for (const r of fleet.replicas) if (r.kvEvents) console.error(`sim: ${r.name} kv-events ${r.kvEvents.endpoint} replay ${r.kvEvents.replayEndpoint}`);
