@@ -5,6 +5,7 @@
 
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { JaegerSpan, JaegerTag, JaegerTrace } from '../../src/probe/jaeger.js';
 
 export interface OtlpPost { type: string; headers: IncomingMessage['headers']; body: Buffer }
 
@@ -28,20 +29,7 @@ export interface OtlpJsonSpan {
 /** A received span with the service that sent it. */
 export interface CollectedSpan extends OtlpJsonSpan { service: string }
 
-/** Jaeger's query API shapes (v1 JSON: microseconds, tags, logs, processes), as /api/traces/{id} serves them. */
-export interface JaegerTag { key: string; type: string; value: unknown }
-export interface JaegerSpan {
-  traceID: string;
-  spanID: string;
-  operationName: string;
-  references: { refType: string; traceID: string; spanID: string }[];
-  startTime: number;
-  duration: number;
-  tags: JaegerTag[];
-  logs: { timestamp: number; fields: JaegerTag[] }[];
-  processID: string;
-}
-export interface JaegerTrace { traceID: string; spans: JaegerSpan[]; processes: Record<string, { serviceName: string }> }
+export type { JaegerSpan, JaegerTag, JaegerTrace };
 
 export interface OtlpCollector {
   /** Base URL: exporters post to `${url}/v1/traces` (any path is taken); the query API is `${url}/api/traces/{id}`. */
