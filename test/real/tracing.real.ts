@@ -6,6 +6,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../bench/lib/procs.js';
 import { jaegerTrace, startJaeger, type Jaeger, type JaegerSpan, type JaegerTrace } from '../../bench/real/jaeger.js';
@@ -17,6 +19,8 @@ import { RUN, longText, postJson } from './real-fleet.js';
 const INDEX = 8;
 /** How far gateway TTFT − vLLM's time_to_first_token may stray from the gateway's own hops (vLLM's HTTP front end and tokenizer sit in between). */
 const TOLERANCE_MS = Number(process.env.WARMROUTE_TRACE_TOLERANCE_MS ?? 10);
+/** The trace as Jaeger's query API served it: what bench/tracing/render-trace.ts draws docs/trace.png from. */
+const TRACE_OUT = process.env.WARMROUTE_TRACE_OUT ?? 'bench/out/trace-real.json';
 
 const tag = (s: JaegerSpan, key: string) => s.tags.find((t) => t.key === key)?.value;
 const parentOf = (s: JaegerSpan) => s.references.find((r) => r.refType === 'CHILD_OF')?.spanID ?? null;
@@ -58,6 +62,8 @@ describe('real vLLM + Jaeger: one call, end to end', () => {
       await new Promise((res) => setTimeout(res, 500));
     }
     assert.ok(t, 'jaeger has the trace');
+    mkdirSync(dirname(TRACE_OUT), { recursive: true });
+    writeFileSync(TRACE_OUT, `${JSON.stringify({ data: [t] }, null, 1)}\n`);
     const by = (name: string) => t!.spans.filter((s) => s.operationName === name);
     const [agent] = by('agent turn');
     const [server] = by('POST /v1/chat/completions');
