@@ -8,7 +8,9 @@ import type { JaegerSpan, JaegerTrace } from '../../src/probe/jaeger.js';
 import { A } from '../../src/telemetry/tracing/attributes.js';
 import { esc } from '../report/svg.js';
 
-const SERVICE_COLORS = ['#7b5cd6', '#2f80ed', '#27ae60', '#e67e22', '#8e8e8e'];
+/** warmroute and vLLM keep their colours in every picture; a caller's service gets the next free one. */
+const SERVICE_COLORS: Record<string, string> = { warmroute: '#2f80ed', vllm: '#27ae60' };
+const OTHER_COLORS = ['#7b5cd6', '#e67e22', '#8e8e8e'];
 const HOP_COLORS: Record<string, string> = {
   parse: '#9ec5fe', route: '#5b9cf6', queue: '#f4b400', connect: '#1a73e8',
   upstream_headers: '#a0a8b8', upstream_first_token: '#6c7a96', stream: '#c9d3e6',
@@ -80,8 +82,11 @@ export function waterfallSvg(t: JaegerTrace, width: number): Waterfall {
   const t1 = Math.max(...t.spans.map((s) => s.startTime + s.duration));
   const plotW = width - LABEL_W - RIGHT;
   const x = (us: number) => LABEL_W + ((us - t0) / Math.max(1, t1 - t0)) * plotW;
-  const services = [...new Set(list.map((r) => t.processes[r.span.processID]?.serviceName ?? '?'))];
-  const color = (s: JaegerSpan) => SERVICE_COLORS[services.indexOf(t.processes[s.processID]?.serviceName ?? '?') % SERVICE_COLORS.length];
+  const others = [...new Set(list.map((r) => t.processes[r.span.processID]?.serviceName ?? '?'))].filter((n) => !(n in SERVICE_COLORS));
+  const color = (s: JaegerSpan) => {
+    const name = t.processes[s.processID]?.serviceName ?? '?';
+    return SERVICE_COLORS[name] ?? OTHER_COLORS[others.indexOf(name) % OTHER_COLORS.length];
+  };
   const parts: string[] = [];
   const marks: { us: number; label: string; color: string }[] = [];
   let y = 40;
