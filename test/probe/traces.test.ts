@@ -79,3 +79,28 @@ describe('probe --traces', () => {
     assert.equal(fleet.replicas[0].counters().requests + fleet.replicas[1].counters().requests, before);
   });
 });
+
+describe('probe --traces reads what a real Jaeger serves', () => {
+  // docs/trace.json is a trace as Jaeger v2 served it from the real-fleet run (microseconds, float64
+  // tags, events as logs): the parts come out in ms and agree with the spans' own durations.
+  it('docs/trace.json: the gateway\'s part, vLLM\'s part and what lies between, in ms', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { breakdown } = await import('../../src/probe/traces.js');
+    const doc = JSON.parse(readFileSync(new URL('../../docs/trace.json', import.meta.url), 'utf8')) as { data: Parameters<typeof breakdown>[0][] };
+    const t = doc.data[0];
+    const b = breakdown(t);
+    const gw = b.gateway!;
+    const v = b.replica!;
+    const durMs = (name: string) => t.spans.find((s) => s.operationName === name)!.duration / 1000;
+    assert.equal(v.service, 'vllm');
+    assert.ok(gw.route && gw.replica && gw.attempts === 1);
+    const hops = gw.hopsMs as Record<string, number>;
+    const sum = (names: string[]) => names.reduce((n, h) => n + hops[h], 0);
+    assert.ok(Math.abs(sum(['parse', 'route', 'queue', 'connect']) - gw.ownMs!) < 0.01, 'own = the first four hops');
+    assert.ok(Math.abs(sum(['parse', 'route', 'queue', 'connect', 'upstream_headers', 'upstream_first_token']) - gw.ttftMs!) < 0.1, 'the hops up to the first token tile the TTFT');
+    assert.ok(Math.abs(sum(Object.keys(hops)) - durMs('POST /v1/chat/completions')) < 0.1, 'every hop tiles the SERVER span');
+    assert.ok(Math.abs(v.ttftMs! + v.decodeMs! - durMs('llm_request')) < 20, 'vLLM: TTFT + decode ≈ its span');
+    assert.ok(v.prefillMs! > 0 && v.prefillMs! <= v.ttftMs! && v.queueMs! >= 0);
+    assert.ok(Math.abs(b.betweenMs! - (gw.ttftMs! - v.ttftMs! - gw.ownMs!)) < 1e-9 && b.betweenMs! > 0);
+  });
+});
