@@ -14,6 +14,8 @@ import { jaegerTrace, startJaeger, type Jaeger, type JaegerSpan, type JaegerTrac
 import { prepare } from '../../bench/real/fleet-vllm.js';
 import { SERVED_MODEL, VENV_PYTHON, startReplicaProcess, stopReplicaProcess, waitHealthy, type ReplicaState } from '../../bench/real/vllm-replica.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { formatTable } from '../../src/probe/report.js';
+import { runProbe } from '../../src/probe/run.js';
 import { RUN, longText, postJson } from './real-fleet.js';
 
 const INDEX = 8;
@@ -92,5 +94,21 @@ describe('real vLLM + Jaeger: one call, end to end', () => {
       vllm: Object.fromEntries(llm.tags.filter((x) => x.key.startsWith('gen_ai.latency.')).map((x) => [x.key, x.value])),
     }));
     assert.ok(Math.abs(residual) <= TOLERANCE_MS, `gateway TTFT ${gatewayTtft.toFixed(2)} − vLLM TTFT ${vllmTtft.toFixed(2)} − gateway hops ${own.toFixed(2)} = ${residual.toFixed(2)} ms`);
+  });
+
+  it('warmroute probe --traces reads the real Jaeger: per request, the gateway\'s hops beside vLLM\'s queue, prefill and decode', async () => {
+    // vLLM's exporter batches every 5 s (the SDK's default): the probe waits for its spans.
+    const r = await runProbe({ baseUrl: g.url, model: SERVED_MODEL, trials: 2, cases: ['tiny'], maxTokens: 4, tracesUrl: jaeger.queryUrl, tracesWaitMs: 30_000 });
+    console.log(formatTable(r));
+    assert.ok(r.ok);
+    assert.equal(r.traces!.sends.length, 2);
+    for (const s of r.traces!.sends) {
+      const gw = s.trace?.gateway;
+      const v = s.trace?.replica;
+      assert.ok(gw && v, `trace ${s.traceId}: the gateway's span and vLLM's llm_request`);
+      assert.equal(v.service, 'vllm');
+      assert.ok(v.prefillMs! > 0 && v.ttftMs! > 0 && gw.ttftMs! > v.ttftMs!, `gateway TTFT ${gw.ttftMs} vs vLLM's ${v.ttftMs}`);
+      assert.ok(s.clientTtftMs! >= gw.ttftMs!);
+    }
   });
 });
