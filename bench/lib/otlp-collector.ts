@@ -48,10 +48,17 @@ export interface OtlpCollector {
 export async function startOtlpCollector(): Promise<OtlpCollector> {
   const posts: OtlpPost[] = [];
   const held: (() => void)[] = [];
+  // Each export decoded once, however often its spans are read (the demo reads hundreds of traces).
+  const decoded = new WeakMap<OtlpPost, CollectedSpan[]>();
+  const spansOf = (p: OtlpPost) => {
+    let s = decoded.get(p);
+    if (!s) decoded.set(p, (s = decodeJsonExport(p)));
+    return s;
+  };
   const c: OtlpCollector = {
     url: '', posts, answer: { status: 200, hold: false },
     release: () => { for (const f of held.splice(0)) f(); },
-    spans: () => posts.flatMap(decodeJsonExport),
+    spans: () => posts.flatMap(spansOf),
     trace: (id) => toJaeger(id, c.spans().filter((s) => s.traceId === id)),
     close: async () => { c.release(); server.closeAllConnections(); await new Promise<void>((r) => server.close(() => r())); },
   };

@@ -13,7 +13,10 @@ export interface TracedSide { strategy: string; record: TurnRecord; trace: Trace
 export interface TracedTurn { session: number; turn: number; step: number; sides: TracedSide[] }
 
 const key = (r: TurnRecord) => `${r.session}/${r.turn}/${r.step}/${r.call ?? ''}`;
-const complete = (t: JaegerTrace | null) => !!t && breakdown(t).gateway !== null && breakdown(t).replica !== null;
+const complete = (t: JaegerTrace | null) => {
+  const b = t && breakdown(t);
+  return !!b && b.gateway !== null && b.replica !== null;
+};
 
 /**
  * The round-robin request at its TTFT p90 among those warmroute served too, and both traces;
