@@ -48,8 +48,9 @@ export interface BenchOptions {
   /** Send every agent's system prompt to every replica before the sessions (the report's deploy warmup). */
   warmup: boolean;
   /**
-   * An OTLP/HTTP collector's base URL (http/json): the gateways and the simulated replicas export
-   * their spans there and every request carries a traceparent of its own (the record's traceId).
+   * An OTLP/HTTP collector's base URL (http/json): the simulated replicas and each strategy's one
+   * gateway export their spans there (the affinity@N gateways do not), and every request carries a
+   * traceparent of its own (the record's traceId).
    */
   traces?: string;
 }
