@@ -7,7 +7,7 @@ import type { JaegerTrace } from '../../src/probe/jaeger.js';
 import { breakdown, type TraceBreakdown } from '../../src/probe/traces.js';
 import type { TurnRecord } from '../voice/run.js';
 import { esc } from './svg.js';
-import { waterfallSvg } from '../tracing/waterfall.js';
+import { traceSpanUs, waterfallSvg } from '../tracing/waterfall.js';
 
 export interface TracedSide { strategy: string; record: TurnRecord; trace: TraceBreakdown; raw: JaegerTrace }
 export interface TracedTurn { session: number; turn: number; step: number; sides: TracedSide[] }
@@ -79,7 +79,9 @@ export function tracedTurnHtml(t: TracedTurn | null): string {
   if (t === null) return '<h2>One slow turn, traced</h2><p class="note">No round-robin request with warmroute\'s same request and both traces whole.</p>';
   const th = HEAD.map((h) => `<th>${esc(h)}</th>`).join('');
   const tr = t.sides.map((s) => `<tr${s.strategy === 'affinity' ? ' class="wr"' : ''}>${cells(s).map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('');
-  const falls = t.sides.map((s) => `<div class="chart"><p class="note"><b>${esc(nameOf(s.strategy))}</b> · trace ${esc(s.raw.traceID)}</p>${waterfallSvg(s.raw, 1000).svg}</div>`).join('');
+  // One time scale for both, so the bars compare.
+  const axisUs = Math.max(...t.sides.map((s) => traceSpanUs(s.raw)));
+  const falls = t.sides.map((s) => `<div class="chart"><p class="note"><b>${esc(nameOf(s.strategy))}</b> · trace ${esc(s.raw.traceID)}</p>${waterfallSvg(s.raw, 1000, axisUs).svg}</div>`).join('');
   return `<h2>One slow turn, traced</h2>
 <p class="sub">Session ${t.session}, turn ${t.turn + 1}: the round-robin request at its TTFT p90, and the same request through warmroute. Each request started a trace (its <code>traceparent</code>); the gateway's SERVER span holds its hops, the simulated replica's <code>llm_request</code> span (vLLM's, with its attributes) its queue, prefill and decode.</p>
 <table><tr>${th}</tr>${tr}</table>

@@ -75,11 +75,14 @@ function niceStep(totalMs: number): number {
 
 export interface Waterfall { svg: string; width: number; height: number }
 
-/** The waterfall of `t`, `width` pixels wide. */
-export function waterfallSvg(t: JaegerTrace, width: number): Waterfall {
+/** How long a trace lasts, first span's start to last span's end, in µs. */
+export const traceSpanUs = (t: JaegerTrace) => Math.max(...t.spans.map((s) => s.startTime + s.duration)) - Math.min(...t.spans.map((s) => s.startTime));
+
+/** The waterfall of `t`, `width` pixels wide; `axisUs`: the time axis's length (to draw traces side by side on one scale), else the trace's. */
+export function waterfallSvg(t: JaegerTrace, width: number, axisUs = traceSpanUs(t)): Waterfall {
   const list = rows(t);
   const t0 = Math.min(...t.spans.map((s) => s.startTime));
-  const t1 = Math.max(...t.spans.map((s) => s.startTime + s.duration));
+  const t1 = t0 + Math.max(axisUs, traceSpanUs(t));
   const plotW = width - LABEL_W - RIGHT;
   const x = (us: number) => LABEL_W + ((us - t0) / Math.max(1, t1 - t0)) * plotW;
   const others = [...new Set(list.map((r) => t.processes[r.span.processID]?.serviceName ?? '?'))].filter((n) => !(n in SERVICE_COLORS));
@@ -95,15 +98,15 @@ export function waterfallSvg(t: JaegerTrace, width: number): Waterfall {
     const xa = x(seg.startUs);
     const w = Math.max(1, x(seg.startUs + seg.durUs) - xa);
     parts.push(`<rect x="${xa.toFixed(1)}" y="${yy}" width="${w.toFixed(1)}" height="${h}" fill="${seg.color}"><title>${esc(`${seg.name} ${fmtMs(seg.durUs / 1000)} ms`)}</title></rect>`);
-    if (label && w > 70) parts.push(`<text x="${(xa + w / 2).toFixed(1)}" y="${yy + h - 4}" text-anchor="middle" class="seg">${esc(`${seg.name} ${fmtMs(seg.durUs / 1000)}`)}</text>`);
+    if (label && w > 70) parts.push(`<text x="${(xa + w / 2).toFixed(1)}" y="${yy + h - 4}" text-anchor="middle" class="wf-seg">${esc(`${seg.name} ${fmtMs(seg.durUs / 1000)}`)}</text>`);
   };
   const subRow = (title: string, depth: number, segs: Segment[]) => {
-    parts.push(`<text x="${12 + depth * 18}" y="${y + 15}" class="sub">${esc(title)}</text>`);
+    parts.push(`<text x="${12 + depth * 18}" y="${y + 15}" class="wf-sub">${esc(title)}</text>`);
     for (const seg of segs) bar(seg, y + 3, 16, true);
     // The short segments, named below the row so none hides another.
     const small = segs.filter((seg) => x(seg.startUs + seg.durUs) - x(seg.startUs) <= 70);
     if (small.length > 0) {
-      parts.push(`<text x="${x(small[0].startUs).toFixed(1)}" y="${y + 33}" class="small">${esc(small.map((seg) => `${seg.name} ${fmtMs(seg.durUs / 1000)}`).join(' · '))} ms</text>`);
+      parts.push(`<text x="${x(small[0].startUs).toFixed(1)}" y="${y + 33}" class="wf-small">${esc(small.map((seg) => `${seg.name} ${fmtMs(seg.durUs / 1000)}`).join(' · '))} ms</text>`);
       y += 14;
     }
     y += ROW;
@@ -111,13 +114,13 @@ export function waterfallSvg(t: JaegerTrace, width: number): Waterfall {
 
   for (const { span: s, depth } of list) {
     const service = t.processes[s.processID]?.serviceName ?? '?';
-    parts.push(`<text x="${12 + depth * 18}" y="${y + 15}" class="name">${esc(s.operationName)}</text>`);
-    parts.push(`<text x="${LABEL_W - 10}" y="${y + 15}" text-anchor="end" class="svc" fill="${color(s)}">${esc(service)}</text>`);
+    parts.push(`<text x="${12 + depth * 18}" y="${y + 15}" class="wf-name">${esc(s.operationName)}</text>`);
+    parts.push(`<text x="${LABEL_W - 10}" y="${y + 15}" text-anchor="end" class="wf-svc" style="fill:${color(s)}">${esc(service)}</text>`);
     bar({ name: s.operationName, startUs: s.startTime, durUs: s.duration, color: color(s) }, y + 2, 18, false);
     const xe = x(s.startTime + s.duration);
     // The duration after the bar, or inside its end when the bar reaches the right edge.
     const inside = xe + 70 > width;
-    parts.push(`<text x="${(inside ? xe - 6 : xe + 4).toFixed(1)}" y="${y + 16}" ${inside ? 'text-anchor="end" fill="#fff"' : ''} class="dur${inside ? ' in' : ''}">${fmtMs(s.duration / 1000)} ms</text>`);
+    parts.push(`<text x="${(inside ? xe - 6 : xe + 4).toFixed(1)}" y="${y + 16}" ${inside ? 'text-anchor="end"' : ''} class="wf-dur${inside ? ' wf-in' : ''}">${fmtMs(s.duration / 1000)} ms</text>`);
     y += ROW;
     const hops = hopSegments(s);
     if (hops.length > 0) {
@@ -139,16 +142,17 @@ export function waterfallSvg(t: JaegerTrace, width: number): Waterfall {
   const step = niceStep((t1 - t0) / 1000);
   for (let ms = 0; ms * 1000 <= t1 - t0; ms += step) {
     const xx = x(t0 + ms * 1000);
-    parts.push(`<line x1="${xx.toFixed(1)}" y1="26" x2="${xx.toFixed(1)}" y2="${bottom}" class="grid"/><text x="${xx.toFixed(1)}" y="20" text-anchor="middle" class="tick">${fmtMs(ms)} ms</text>`);
+    parts.push(`<line x1="${xx.toFixed(1)}" y1="26" x2="${xx.toFixed(1)}" y2="${bottom}" class="wf-grid"/><text x="${xx.toFixed(1)}" y="20" text-anchor="middle" class="wf-tick">${fmtMs(ms)} ms</text>`);
   }
   marks.forEach((m, i) => {
     const xx = x(m.us);
-    parts.push(`<line x1="${xx.toFixed(1)}" y1="30" x2="${xx.toFixed(1)}" y2="${bottom + 4 + i * 16}" stroke="${m.color}" stroke-dasharray="4 3"/><text x="${(xx + 4).toFixed(1)}" y="${bottom + 14 + i * 16}" class="mark" fill="${m.color}">${esc(m.label)}</text>`);
+    parts.push(`<line x1="${xx.toFixed(1)}" y1="30" x2="${xx.toFixed(1)}" y2="${bottom + 4 + i * 16}" stroke="${m.color}" stroke-dasharray="4 3"/><text x="${(xx + 4).toFixed(1)}" y="${bottom + 14 + i * 16}" class="wf-mark" style="fill:${m.color}">${esc(m.label)}</text>`);
   });
   const height = bottom + 16 + marks.length * 16;
-  const style = `<style>text{font-family:system-ui,sans-serif;font-size:13px;fill:#222}.name{font-weight:600}.svc{font-size:12px}.sub{font-size:12px;fill:#555;font-style:italic}`
-    + `.seg{font-size:11px;fill:#111}.small{font-size:11px;fill:#444}.dur{font-size:12px;fill:#333}.dur.in{fill:#fff;font-weight:600}.tick{font-size:11px;fill:#777}.grid{stroke:#eee}.mark{font-size:12px;font-weight:600}</style>`;
-  return { svg: `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">${style}${parts.join('')}</svg>`, width, height };
+  // Classes of its own: the page around it (the demo's report) has its own .sub, .tick, .grid, .mark.
+  const style = `<style>.wf text{font-family:system-ui,sans-serif;font-size:13px;fill:#222}.wf .wf-name{font-weight:600}.wf .wf-svc{font-size:12px}.wf .wf-sub{font-size:12px;fill:#555;font-style:italic}`
+    + `.wf .wf-seg{font-size:11px;fill:#111}.wf .wf-small{font-size:11px;fill:#444}.wf .wf-dur{font-size:12px;fill:#333}.wf .wf-dur.wf-in{fill:#fff;font-weight:600}.wf .wf-tick{font-size:11px;fill:#777}.wf .wf-grid{stroke:#eee}.wf .wf-mark{font-size:12px;font-weight:600}</style>`;
+  return { svg: `<svg class="wf" xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">${style}${parts.join('')}</svg>`, width, height };
 }
 
 /** Each span's attributes (the SDKs' own left out), as an HTML table per span. */
