@@ -3,7 +3,7 @@
 // oracle placement (session i → replica i mod 4, no gateway) that warmroute is judged against.
 // Prints a short table, the verdicts and one slow turn traced through round-robin and warmroute
 // (the gateways and the simulated replicas export their spans to a collector in this process), and
-// writes bench/out/demo.html. No Redis, no GPU, loopback only, ~2 min (132 s before tracing, 134 s with it).
+// writes bench/out/demo.html. No Redis, no GPU, loopback only, ~2 min.
 //
 // The field report's story: a fleet whose KV caches cannot hold every agent's prompt on every
 // replica (as a voice fleet at scale runs), where a gateway without affinity re-prefills thousands
