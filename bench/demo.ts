@@ -1,7 +1,9 @@
 // npm run demo — the newcomer's first command after `npm ci`: 4 simulated vLLM replicas, the
 // gateway, a voice workload through round-robin, through warmroute, and sent straight to the
 // oracle placement (session i → replica i mod 4, no gateway) that warmroute is judged against.
-// Prints a short table, the verdicts and writes bench/out/demo.html. No Redis, loopback only, < 90 s.
+// Prints a short table, the verdicts and one slow turn traced through round-robin and warmroute
+// (the gateways and the simulated replicas export their spans to a collector in this process), and
+// writes bench/out/demo.html. No Redis, no GPU, loopback only, ~2 min.
 //
 // The field report's story: a fleet whose KV caches cannot hold every agent's prompt on every
 // replica (as a voice fleet at scale runs), where a gateway without affinity re-prefills thousands
@@ -14,6 +16,8 @@ import { runBench, type BenchOptions, type BenchResult } from './voice/bench.js'
 import { checkReferences, goalLine, referenceLine } from './voice/goals.js';
 import { cutLine, demoTable, sameTurnsLine } from './report/demo-text.js';
 import { createProgress } from './voice/progress.js';
+import { startOtlpCollector } from './lib/otlp-collector.js';
+import { pickTracedTurn, tracedTurnHtml, tracedTurnLines } from './report/traced-turn.js';
 
 const OUT = 'bench/out';
 
@@ -48,12 +52,21 @@ function storyLine(summaries: BenchResult['summaries']): string {
 async function main(): Promise<void> {
   const t0 = performance.now();
   const progress = createProgress();
-  const result = await runBench(DEMO, progress);
+  const collector = await startOtlpCollector();
+  let result: BenchResult;
+  let traced: ReturnType<typeof pickTracedTurn>;
+  try {
+    result = await runBench({ ...DEMO, traces: collector.url }, progress);
+    // Every process has stopped, its last spans flushed on the way out.
+    traced = pickTracedTurn(result.records, 'round-robin', 'affinity', (id) => collector.trace(id));
+  } finally {
+    await collector.close();
+  }
   progress.done();
   mkdirSync(OUT, { recursive: true });
   const html = join(OUT, 'demo.html');
-  writeFileSync(html, buildHtml(result, 'warmroute demo — voice sessions: round-robin, warmroute, oracle placement'));
-  writeFileSync(join(OUT, 'demo.json'), JSON.stringify(result));
+  writeFileSync(html, buildHtml(result, 'warmroute demo — voice sessions: round-robin, warmroute, oracle placement').replace('</body>', `${tracedTurnHtml(traced)}\n</body>`));
+  writeFileSync(join(OUT, 'demo.json'), JSON.stringify({ ...result, tracedTurn: traced }));
   const w = result.params.workload;
   const errors = result.summaries.reduce((n, s) => n + s.errors, 0);
   process.stdout.write([
@@ -66,6 +79,8 @@ async function main(): Promise<void> {
     sameTurnsLine(result),
     '',
     storyLine(result.summaries),
+    '',
+    ...tracedTurnLines(traced),
     '',
     ...result.goals.map((g) => `  ${goalLine(g)}`),
     ...checkReferences(result.summaries).map((r) => `  ${referenceLine(r)}`),

@@ -53,7 +53,7 @@ const headers = { 'content-type': 'application/json', 'x-session-id': 'bench' };
 const facts = {
   method: 'POST', path: '/v1/chat/completions', status: 200, outcome: 'complete', replica: '127.0.0.1:8001', reason: 'pinned', attempts: 1,
   kind: 'chat', model: 'tiny-llama', promptTokens: 2900, completionTokens: 16, cachedTokens: 2816, session: '0123456789ab',
-  turnKey: '0123456789ab', turn: 3, call: 1, errorCode: null,
+  turnKey: '0123456789ab', turn: 3, call: 1, errorCode: null, toolCallTruncated: false,
 };
 /** What the gateway's SERVER span carries for a routed chat request (attributes.ts), as plain values. */
 const SERVER_ATTRS: Attributes = {

@@ -8,11 +8,8 @@
 //   npm run bench:dashboard -- --from bench/out/dashboard-scrapes.json   redraw a run's scrapes
 //   npm run bench:dashboard -- --no-png                       the HTML only
 
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startGateway, startSimFleet } from '../voice/fleet.js';
 import { driveLoad, LOAD_S, TROUBLE, WORKLOAD, type LoadEvent } from './load.js';
@@ -21,6 +18,7 @@ import { compileAll, DASHBOARD_FILE, evaluatePanel, loadDashboard, panelsOf } fr
 import { Tsdb, type Scrape } from './promql.js';
 import { startScraper, target } from './scrape.js';
 import { esc } from '../report/svg.js';
+import { screenshot } from '../lib/chromium.js';
 
 const OUT = 'bench/out';
 const SCRAPES = join(OUT, 'dashboard-scrapes.json');
@@ -31,7 +29,6 @@ const SCRAPE_EVERY_S = 2;
 const RATE_INTERVAL_S = 4 * SCRAPE_EVERY_S;
 const REPLICAS = 4;
 const REPLICA_NAMES = Array.from({ length: REPLICAS }, (_, i) => `vllm-${i}`);
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
 interface Recorded {
   kind: 'warmroute-dashboard-scrapes';
@@ -110,21 +107,6 @@ function draw(rec: Recorded): { html: string; height: number; empty: string[] } 
       'As in Prometheus, rate() misses what a label set already counts when it first appears: the first 503s and cut streams show less, or not at all, under retries.',
   });
   return { html, height, empty: missing };
-}
-
-/** Headless Chromium's own screenshot of the page, in a throwaway profile, with a time limit. */
-function screenshot(html: string, png: string, width: number, height: number): void {
-  const profile = mkdtempSync(join(tmpdir(), 'warmroute-chromium-'));
-  rmSync(png, { force: true }); // so a screenshot that failed cannot pass for a new one
-  try {
-    execFileSync(CHROMIUM, [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync', `--user-data-dir=${profile}`, '--hide-scrollbars', '--force-device-scale-factor=1',
-      `--screenshot=${resolve(png)}`, `--window-size=${width},${height}`, pathToFileURL(resolve(html)).href,
-    ], { stdio: 'pipe', timeout: 60_000 });
-  } finally {
-    rmSync(profile, { recursive: true, force: true });
-  }
 }
 
 async function main(): Promise<void> {

@@ -14,6 +14,7 @@ const USAGE = `usage: npm run sim -- [--replicas N] [--base-port P] [knobs...]
   --kv-events-shape map|array   batch encoding: 2026 tagged maps (default) or the older positional arrays
   --kv-events-pad N             each stored block is followed by N more the pool does not hold (a bench knob
                                 that fills a gateway's kvEvents.maxBlocks budget; 0 = none)
+  --otlp-traces-endpoint URL    vLLM's flag: an llm_request span per finished request, OTLP http/json to URL
 ${knobHelp()}
 
 Admin per replica: POST /sim/fault {"kind":...}, DELETE /sim/fault, GET /sim/state, POST /sim/reset`;
@@ -28,6 +29,7 @@ async function main(): Promise<void> {
       'kv-events-base-port': { type: 'string', default: '0' },
       'kv-events-shape': { type: 'string', default: 'map' },
       'kv-events-pad': { type: 'string', default: '0' },
+      'otlp-traces-endpoint': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -42,7 +44,7 @@ async function main(): Promise<void> {
   const padBlocks = Number(values['kv-events-pad']);
   if (!Number.isInteger(padBlocks) || padBlocks < 0) throw new Error('--kv-events-pad is a whole number ≥ 0');
   const kvEvents = values['kv-events'] ? { shape: shape as 'map' | 'array', padBlocks } : undefined;
-  const fleet = await startFleet({ ...knobs, kvEvents, replicas: Number(values.replicas), basePort: Number(values['base-port']), kvEventsBasePort: Number(values['kv-events-base-port']) });
+  const fleet = await startFleet({ ...knobs, kvEvents, replicas: Number(values.replicas), basePort: Number(values['base-port']), kvEventsBasePort: Number(values['kv-events-base-port']), otlpTracesEndpoint: values['otlp-traces-endpoint'] as string | undefined });
   // stdout carries only the URLs, one per line, so scripts can read them; the rest goes to stderr.
   for (const r of fleet.replicas) console.log(r.url);
   for (const r of fleet.replicas) if (r.kvEvents) console.error(`sim: ${r.name} kv-events ${r.kvEvents.endpoint} replay ${r.kvEvents.replayEndpoint}`);

@@ -70,6 +70,8 @@ export interface SimReplicaOptions extends Partial<TimingKnobs>, Partial<Capacit
   faults?: Fault[];
   /** Publish vLLM's KV events from the block pool (zeromq PUB + replay ROUTER); true = free ports. */
   kvEvents?: boolean | KvEventsOptions;
+  /** vLLM's --otlp-traces-endpoint: an `llm_request` span per finished request, OTLP http/json to this URL (tracing.ts). */
+  otlpTracesEndpoint?: string;
 }
 
 export type SimConfig = TimingKnobs &

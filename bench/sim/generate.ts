@@ -15,6 +15,7 @@ import type { ResponseStore } from './response-store.js';
 import { createSeq, NO_SALT_ROOT, saltRoot, type Seq, type SeqStatus } from './sequence.js';
 import { frontendMs } from './timing.js';
 import { SPECIAL } from './tokenizer.js';
+import type { SimTracer, TracedRequest } from './tracing.js';
 
 export interface AbortRecord {
   id: string;
@@ -59,12 +60,15 @@ export interface GenContext {
   epoch: { n: number };
   /** Stored Responses API responses (in the API server's memory: a restart empties it). */
   responses: ResponseStore;
+  /** --otlp-traces-endpoint: the replica's llm_request spans; null when not traced. */
+  tracer: SimTracer | null;
   record(r: RequestRecord): void;
 }
 
 const LOG_ABORTS = 1000;
 
-export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequest, arrivalMs: number): void {
+/** `trace`: the request's trace context headers, for its llm_request span. */
+export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequest, arrivalMs: number, trace: TracedRequest['headers'] = {}): void {
   const { cfg, engine } = ctx;
   const epoch = ctx.epoch.n;
   const chat = g.kind === 'chat';
@@ -174,6 +178,7 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
         ctx.counters.finished++;
         const finish = finishOf(s.generated - 1) ?? reason;
         record(s, finish, 'ok');
+        ctx.tracer?.finished(s, { requestId: ident.id, maxTokens: g.maxTokens, headers: trace });
         let body: string;
         if (rsp && g.responses) {
           // Stored when complete, before the last bytes go out: a follow-up sent on receipt finds it.

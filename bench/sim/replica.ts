@@ -11,6 +11,7 @@ import { startKvPublisher, type SimKvPublisher } from './kv-events.js';
 import { createResponseStore } from './response-store.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createRequestHandler } from './routes.js';
+import { createSimTracer, type SimTracer } from './tracing.js';
 
 export interface ReplicaCounters {
   /** Generation requests that passed validation. */
@@ -72,11 +73,12 @@ function freshCounters(): SimCounters {
   return { requests: 0, finished: 0, aborted: 0, aborts: [], rejected: 0, stalled: 0, diedMidStream: 0 };
 }
 
-function engineHooks(metrics: Metrics, cfg: SimConfig): EngineHooks {
+function engineHooks(metrics: Metrics, cfg: SimConfig, tracer: SimTracer | null): EngineHooks {
   const st = () => metrics.state;
   return {
     onAdmit(seq, queried, hits, first) {
       if (!first) return; // vLLM books recomputation after preemption separately
+      tracer?.scheduled(seq);
       if (cfg.enablePrefixCaching) {
         st().prefixCacheQueries += queried;
         st().prefixCacheHits += hits;
@@ -105,7 +107,8 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
   const kv = opts.kvEvents ? await startKvPublisher(cfg.host, opts.kvEvents === true ? {} : opts.kvEvents) : null;
   const pool = createBlockPool(cfg.kvBlocks, kv?.sink ?? null, cfg.blockSize);
   const metrics = createMetrics(cfg);
-  const engine = createEngine(cfg, pool, engineHooks(metrics, cfg));
+  const tracer = opts.otlpTracesEndpoint ? createSimTracer(opts.otlpTracesEndpoint, cfg.name) : null;
+  const engine = createEngine(cfg, pool, engineHooks(metrics, cfg, tracer));
   const faults = createFaultState();
   const log: RequestRecord[] = [];
   const live = new Set<ServerResponse>();
@@ -121,6 +124,7 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
     inFrontend: { n: 0 },
     epoch: { n: 0 },
     responses: createResponseStore(),
+    tracer,
     record(r) {
       log.push(r);
       if (log.length > LOG_REQUESTS) log.shift();
@@ -236,6 +240,8 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
       if (recoverTimer) clearTimeout(recoverTimer);
       dropInFlight();
       engine.stop();
+      // The spans of finished requests still queued go out before the replica is gone.
+      await tracer?.shutdown().catch(() => {});
       await new Promise<void>((resolve) => {
         if (!server.listening) return resolve();
         server.close(() => resolve());

@@ -134,7 +134,7 @@ async function generation(deps: RouteDeps, req: IncomingMessage, res: ServerResp
   }
   deps.live.add(res);
   res.on('close', () => deps.live.delete(res));
-  serveGeneration(gen, res, g, arrival);
+  serveGeneration(gen, res, g, arrival, { traceparent: req.headers.traceparent, tracestate: req.headers.tracestate });
 }
 
 async function admin(deps: RouteDeps, req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {

@@ -47,6 +47,12 @@ export interface BenchOptions {
   budgetMs: number;
   /** Send every agent's system prompt to every replica before the sessions (the report's deploy warmup). */
   warmup: boolean;
+  /**
+   * An OTLP/HTTP collector's base URL (http/json): the simulated replicas and each strategy's one
+   * gateway export their spans there (the affinity@N gateways do not), and every request carries a
+   * traceparent of its own (the record's traceId).
+   */
+  traces?: string;
 }
 
 export interface BenchResult {
@@ -73,13 +79,16 @@ export async function runBench(o: BenchOptions, progress: Progress): Promise<Ben
   const summaries: StrategySummary[] = [];
   const records: TurnRecord[] = [];
   const turns: ClientTurn[] = [];
-  const gatewayConfig = turnsConfig(workload.options.thinkMs[1], o.budgetMs);
+  const gatewayConfig = {
+    ...turnsConfig(workload.options.thinkMs[1], o.budgetMs),
+    ...(o.traces ? { tracing: { endpoint: o.traces, protocol: 'http/json', batch: { scheduledDelayMs: 200 } } } : {}),
+  };
   let fleet: Fleet | null = null;
   let via: Via | null = null;
   const pressure = underPressure(workload, o.kvBlocks ?? SIM_DEFAULT_KV_BLOCKS);
   try {
     progress(`starting ${o.replicas} simulated vLLM replicas`);
-    fleet = await startSimFleet(o.replicas, o.outputTokens, o.kvBlocks, o.strategies.includes(WITH_KV_EVENTS));
+    fleet = await startSimFleet(o.replicas, o.outputTokens, o.kvBlocks, o.strategies.includes(WITH_KV_EVENTS), 0, o.traces ? `${o.traces}/v1/traces` : undefined);
     for (const [k, strategy] of o.strategies.entries()) {
       const tag = `[${k + 1}/${o.strategies.length} ${strategy}]`;
       progress(viaGateway(strategy) ? `${tag} starting the gateway` : `${tag} no gateway: session i straight to replica i mod ${o.replicas}`);
@@ -103,7 +112,7 @@ export async function runBench(o: BenchOptions, progress: Progress): Promise<Ben
       const before = await fleet.prefixCounters();
       via.watch(o.maxDurationS * 1000 + o.requestTimeoutS * 1000);
       const run = await runStrategy({
-        ...via.target, strategy, workload, api: o.api, voiceAgent: o.agent,
+        ...via.target, strategy, workload, api: o.api, voiceAgent: o.agent, traced: o.traces !== undefined,
         maxDurationMs: o.maxDurationS * 1000,
         requestTimeoutMs: o.requestTimeoutS * 1000,
         onProgress: (p) => progress(`${tag} ${p.done}/${p.total} requests, ${p.inflight} in flight, ${(p.elapsedMs / 1000).toFixed(0)} s`),

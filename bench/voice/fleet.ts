@@ -36,13 +36,15 @@ export interface PrefixCounters {
 
 /**
  * `kvBlocks`: the simulator's KV capacity per replica (undefined: its H100 default); `kvPad`: with
- * KV events, blocks published after each stored one that no pool holds (the sim's --kv-events-pad).
+ * KV events, blocks published after each stored one that no pool holds (the sim's --kv-events-pad);
+ * `otlpTracesUrl`: each replica exports an llm_request span per request there (vLLM's --otlp-traces-endpoint).
  */
-export async function startSimFleet(replicas: number, outputTokens: [number, number], kvBlocks?: number, kvEvents = false, kvPad = 0): Promise<Fleet> {
+export async function startSimFleet(replicas: number, outputTokens: [number, number], kvBlocks?: number, kvEvents = false, kvPad = 0, otlpTracesUrl?: string): Promise<Fleet> {
   const args = [...TSX, 'bench/sim/cli.ts', '--replicas', String(replicas), '--output-tokens', `${outputTokens[0]}-${outputTokens[1]}`];
   if (kvBlocks !== undefined) args.push('--kv-blocks', String(kvBlocks));
   if (kvEvents) args.push('--kv-events');
   if (kvEvents && kvPad > 0) args.push('--kv-events-pad', String(kvPad));
+  if (otlpTracesUrl) args.push('--otlp-traces-endpoint', otlpTracesUrl);
   const child: Child & { lines: string[] } = await startChildLines(process.execPath, args, /^http:\/\//, replicas, { timeoutMs: 30_000 });
   const urls = child.lines.map((l) => l.trim());
   const endpoints = kvEvents

@@ -4,6 +4,7 @@
 // sessions from starting new turns; a per-request timeout bounds every exchange, so the run ends in
 // bounded time whatever the gateway does.
 
+import { randomBytes } from 'node:crypto';
 import type { Agent } from 'node:http';
 import { keepAliveAgent, readChatEvent, streamExchange, type Exchange } from './client.js';
 import { dialogueOf, type Api, type DialogueRequest } from './dialogue.js';
@@ -40,6 +41,8 @@ export interface TurnRecord {
   toolCall: boolean;
   /** Filled in after the run by the ideal model (ideal.ts). */
   idealCachedTokens: number | null;
+  /** The trace this request started (RunOptions.traced). */
+  traceId?: string;
 }
 
 /**
@@ -88,6 +91,8 @@ export interface RunOptions {
    * router reads, a shorter answer for a CPU fleet). Called with a fresh request every time.
    */
   adjust?(session: SessionPlan, req: Pick<DialogueRequest, 'headers' | 'body'>): void;
+  /** Each request starts a trace of its own (a sampled traceparent); its id goes in the record. */
+  traced?: boolean;
 }
 
 export interface StrategyRun {
@@ -149,6 +154,8 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
       const pc = pre === undefined ? null : preCallRequest(plan, group, dialogue.messages, user ?? '', pre);
       const req = pc ?? dialogue.next(user);
       o.adjust?.(plan, req);
+      const traceId = o.traced ? randomBytes(16).toString('hex') : undefined;
+      if (traceId) req.headers = { ...req.headers, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` };
       const messages = pc?.messages ?? dialogue.messages.slice();
       adminKey = adminKeyOf(req.headers, req.body) ?? adminKey;
       inflight++;
@@ -161,7 +168,7 @@ export async function runStrategy(o: RunOptions): Promise<StrategyRun> {
         strategy: o.strategy, session: si, group: plan.group, turn, step, keyMode: plan.keyMode,
         sentMs: x.sentAt - t0, ttftMs: x.ttftMs, totalMs: x.totalMs, status: x.status, ok, error: ok ? null : x.error ?? 'incomplete',
         replica: dest[si].replica ?? x.replica, route: x.route, hops: x.hops, promptTokens: x.promptTokens, cachedTokens: x.cachedTokens,
-        completionTokens: x.completionTokens, toolCall: x.toolCall !== null, idealCachedTokens: null, ...(pre ? { call: pre } : {}),
+        completionTokens: x.completionTokens, toolCall: x.toolCall !== null, idealCachedTokens: null, ...(pre ? { call: pre } : {}), ...(traceId ? { traceId } : {}),
       });
       sent.push({ sentAt: x.sentAt, messages, tools: pc ? pc.tools : group.tools, content: x.content, toolCall: x.toolCall, finishReason: x.finishReason });
       if (!pc) dialogue.settle(x, complete, step);

@@ -38,14 +38,19 @@ Options:
   --header 'N: v'      extra request header, repeatable (e.g. --header 'x-session-id: s1')
   --timeout-ms MS      per-request timeout (default ${DEFAULTS.timeoutMs})
   --max-tokens N       max_tokens per request (default ${DEFAULTS.maxTokens})
+  --traces URL         Jaeger's query API (e.g. http://jaeger:16686): send a traceparent per request,
+                       then print each request's trace: the gateway's hops beside the replica's
+                       queue, prefill and decode (vLLM's llm_request span)
+  --traces-wait-ms MS  how long to wait after the run for the spans to arrive (default ${DEFAULTS.tracesWaitMs})
   --json               print one JSON object instead of the table
   -h, --help           show this help
 
 Exit status: 0 when every case produced at least one successful trial on every endpoint,
-1 when some case produced none, 2 on a usage error or when an endpoint cannot be reached.
+1 when some case produced none, 2 on a usage error or when an endpoint (or the --traces query API)
+cannot be reached.
 `;
 
-const PROBE_FLAGS = ['base-url', 'model', 'compare', 'trials', 'cases', 'api-key', 'header', 'timeout-ms', 'max-tokens', 'json', 'help'];
+const PROBE_FLAGS = ['base-url', 'model', 'compare', 'trials', 'cases', 'api-key', 'header', 'timeout-ms', 'max-tokens', 'traces', 'traces-wait-ms', 'json', 'help'];
 
 export function parseProbeArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): ParsedArgs {
   let values;
@@ -64,6 +69,8 @@ export function parseProbeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
         header: { type: 'string', multiple: true },
         'timeout-ms': { type: 'string' },
         'max-tokens': { type: 'string' },
+        traces: { type: 'string' },
+        'traces-wait-ms': { type: 'string' },
         json: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -78,6 +85,7 @@ export function parseProbeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   const model = required(values.model, '--model');
   checkUrl(baseUrl, '--base-url');
   if (values.compare !== undefined) checkUrl(values.compare, '--compare');
+  if (values.traces !== undefined) checkTracesUrl(values.traces);
 
   const options: ProbeOptions = {
     baseUrl,
@@ -89,6 +97,12 @@ export function parseProbeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     cases: parseCases(values.cases),
     headers: parseHeaders(values.header ?? []),
   };
+  if (values.traces !== undefined) {
+    options.tracesUrl = values.traces.trim();
+    options.tracesWaitMs = positiveInt(values['traces-wait-ms'], '--traces-wait-ms', DEFAULTS.tracesWaitMs);
+  } else if (values['traces-wait-ms'] !== undefined) {
+    throw new UsageError('--traces-wait-ms needs --traces');
+  }
   const apiKey = values['api-key'] ?? env.OPENAI_API_KEY;
   if (apiKey) options.apiKey = apiKey;
   return { help: false, json: values.json === true, options };
@@ -105,6 +119,16 @@ function checkUrl(raw: string, flag: string): void {
   } catch (err) {
     throw new UsageError(`${flag}: ${(err as Error).message}`);
   }
+}
+
+function checkTracesUrl(raw: string): void {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new UsageError(`--traces: not a valid URL: ${raw}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--traces: URL must be http:// or https://: ${raw}`);
 }
 
 function positiveInt(v: string | undefined, flag: string, fallback: number): number {

@@ -2,6 +2,7 @@
 
 import { parseProbeArgs, UsageError, USAGE } from './args.js';
 import { ProbeConnectionError } from './endpoint.js';
+import { TracesUnavailableError } from './jaeger.js';
 import { formatJson, formatTable } from './report.js';
 import { runProbe, type SampleEvent } from './run.js';
 
@@ -10,6 +11,8 @@ export { ProbeConnectionError, resolveBaseUrl, openEndpoint, warmUp, type Endpoi
 export { measureChat, type TrialSample } from './measure.js';
 export { CASES, CASE_IDS, buildMessages, type CaseId } from './prompts.js';
 export { formatJson, formatTable } from './report.js';
+export { breakdown, newTraceContext, readTraces, type TraceBreakdown, type GatewayPart, type ReplicaPart } from './traces.js';
+export { fetchTrace, TracesUnavailableError, type JaegerSpan, type JaegerTrace } from './jaeger.js';
 export {
   runProbe,
   DEFAULTS,
@@ -20,6 +23,7 @@ export {
   type EndpointInfo,
   type SampleEvent,
   type SendKind,
+  type TracedSend,
 } from './run.js';
 export { summarize, percentile, type Summary } from './stats.js';
 
@@ -53,7 +57,7 @@ export async function probeMain(
     return result.ok ? 0 : 1;
   } catch (e) {
     progress.clear();
-    if (e instanceof ProbeConnectionError) {
+    if (e instanceof ProbeConnectionError || e instanceof TracesUnavailableError) {
       err.write(`warmroute probe: ${e.message}\n`);
       return 2;
     }

@@ -2,6 +2,8 @@
 
 import type { EndpointRow, ProbeResult, RowResult } from './run.js';
 import type { Summary } from './stats.js';
+import { align } from './align.js';
+import { traceLines } from './trace-report.js';
 
 export function formatJson(result: ProbeResult): string {
   return `${JSON.stringify(result, null, 2)}\n`;
@@ -43,6 +45,8 @@ export function formatTable(result: ProbeResult): string {
   }
   lines.push(...align(table, new Set([0, 2])));
   lines.push('prompt / cached: medians of usage.prompt_tokens / usage.prompt_tokens_details.cached_tokens (- = not reported)');
+
+  if (result.traces) lines.push(...traceLines(result.traces));
 
   const failures = failureLines(result);
   if (failures.length > 0) lines.push('', 'failures:', ...failures);
@@ -89,14 +93,4 @@ function ms(v: number): string {
 
 function count(v: number | null): string {
   return v === null ? '-' : String(Math.round(v));
-}
-
-function align(rows: string[][], leftCols: Set<number>): string[] {
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => (r[c] ?? '').length)));
-  return rows.map((r) =>
-    r
-      .map((cell, c) => (leftCols.has(c) ? cell.padEnd(widths[c]) : cell.padStart(widths[c])))
-      .join('  ')
-      .trimEnd(),
-  );
 }

@@ -7,6 +7,8 @@ import { measureChat, type TrialSample } from './measure.js';
 import { buildMessages, approxTokens, CASES, CASE_IDS, newNonce, type CaseId } from './prompts.js';
 import { median, summarize, type Summary } from './stats.js';
 import { connectOnce, resolveTcpTarget } from './tcp.js';
+import { checkQueryApi } from './jaeger.js';
+import { newTraceContext, readTraces, type ProbeTraceContext, type TraceBreakdown } from './traces.js';
 
 export interface ProbeOptions {
   baseUrl: string;
@@ -21,6 +23,10 @@ export interface ProbeOptions {
   maxTokens?: number;
   /** Multiplies the large prompt sizes; tests use small values to stay fast. */
   scale?: number;
+  /** Jaeger's query API: each request gets a traceparent of its own and its trace is read back after the run. */
+  tracesUrl?: string;
+  /** How long to wait after the run for every trace's spans to arrive. */
+  tracesWaitMs?: number;
   /** Called after every timed send (progress display, live benchmarks). */
   onSample?: (event: SampleEvent) => void;
 }
@@ -65,6 +71,19 @@ export interface RowResult {
   compare: { ratio: number | null; diffMs: number | null } | null;
 }
 
+/** One timed request's trace, read back from the query API (--traces). */
+export interface TracedSend {
+  endpoint: string;
+  case: CaseId;
+  send: SendKind;
+  trial: number;
+  traceId: string;
+  /** The probe's own TTFT for this request; null when it failed. */
+  clientTtftMs: number | null;
+  /** What the trace held; null when the query API never had it. */
+  trace: TraceBreakdown | null;
+}
+
 export interface ProbeResult {
   model: string;
   trials: number;
@@ -73,11 +92,13 @@ export interface ProbeResult {
   startedAt: string;
   endpoints: EndpointInfo[];
   rows: RowResult[];
+  /** With --traces: every timed request's trace, in the order sent; null without. */
+  traces: { queryUrl: string; sends: TracedSend[] } | null;
   /** Every case on every endpoint produced at least one successful trial. */
   ok: boolean;
 }
 
-export const DEFAULTS = { trials: 5, timeoutMs: 60_000, maxTokens: 8, scale: 1 } as const;
+export const DEFAULTS = { trials: 5, timeoutMs: 60_000, maxTokens: 8, scale: 1, tracesWaitMs: 15_000 } as const;
 
 export async function runProbe(opts: ProbeOptions): Promise<ProbeResult> {
   const trials = opts.trials ?? DEFAULTS.trials;
@@ -93,6 +114,8 @@ export async function runProbe(opts: ProbeOptions): Promise<ProbeResult> {
   const addresses = [opts.baseUrl, ...(opts.compareUrl ? [opts.compareUrl] : [])].map(resolveBaseUrl);
   const labels = ['A', 'B'];
   const startedAt = new Date().toISOString();
+  if (opts.tracesUrl) await checkQueryApi(opts.tracesUrl, timeoutMs);
+  const traced: { send: Omit<TracedSend, 'trace'>; ctx: ProbeTraceContext }[] = [];
 
   const tcp = await measureTcp(addresses, trials, timeoutMs);
   const endpoints = addresses.map((a, i) => openEndpoint(labels[i], a));
@@ -105,6 +128,13 @@ export async function runProbe(opts: ProbeOptions): Promise<ProbeResult> {
       const key = `${id}/${send}/${ep.label}`;
       samples.set(key, [...(samples.get(key) ?? []), sample]);
       opts.onSample?.({ endpoint: ep.label, case: id, send, trial, sample });
+    };
+    /** One timed send; with --traces, under a trace of its own. */
+    const timed = async (ep: Endpoint, id: CaseId, sendKind: SendKind, trial: number, req: Parameters<typeof measureChat>[1]): Promise<void> => {
+      const ctx = opts.tracesUrl ? newTraceContext() : null;
+      const sample = await send(ep, ctx ? { ...req, headers: { ...req.headers, traceparent: ctx.traceparent } } : req);
+      if (ctx) traced.push({ ctx, send: { endpoint: ep.label, case: id, send: sendKind, trial, traceId: ctx.traceId, clientTtftMs: sample.ttftMs } });
+      record(ep, id, sendKind, trial, sample);
     };
 
     for (const id of caseIds) {
@@ -125,10 +155,10 @@ export async function runProbe(opts: ProbeOptions): Promise<ProbeResult> {
           );
           const req = { path: ep.address.chatPath, headers, body, timeoutMs };
           if (spec.repeat) {
-            record(ep, id, 'first', trial, await send(ep, req));
-            record(ep, id, 'second', trial, await send(ep, req));
+            await timed(ep, id, 'first', trial, req);
+            await timed(ep, id, 'second', trial, req);
           } else {
-            record(ep, id, 'only', trial, await send(ep, req));
+            await timed(ep, id, 'only', trial, req);
           }
         }
       }
@@ -139,6 +169,11 @@ export async function runProbe(opts: ProbeOptions): Promise<ProbeResult> {
         buildRow(id, sendKind, approxTokens(CASES[id], scale), endpoints, samples),
       ),
     );
+    let traces: ProbeResult['traces'] = null;
+    if (opts.tracesUrl) {
+      const read = await readTraces(opts.tracesUrl, traced.map((t) => t.ctx), opts.tracesWaitMs ?? DEFAULTS.tracesWaitMs, timeoutMs);
+      traces = { queryUrl: opts.tracesUrl, sends: traced.map((t) => ({ ...t.send, trace: read.get(t.ctx.traceId) ?? null })) };
+    }
     return {
       model: opts.model,
       trials,
@@ -154,6 +189,7 @@ export async function runProbe(opts: ProbeOptions): Promise<ProbeResult> {
         connections: ep.connections(),
       })),
       rows,
+      traces,
       ok: rows.every((r) => r.results.every((e) => e.ok > 0)),
     };
   } finally {

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { runShared, SHARED_DEFAULTS, SHARED_MODES, sharedTable, sharedVerdict, type SharedRun } from '../../bench/voice/shared.js';
 
 const run = (mode: SharedRun['mode'], p90: number, batchPerS: number): SharedRun => ({
-  mode, voice: { n: 10, p50: p90 / 2, p90, p99: p90 }, voiceErrors: 0, turnsOverBudget: 0, turns: 10,
+  mode, batchPrefill: 0, voice: { n: 10, p50: p90 / 2, p90, p99: p90 }, voiceErrors: 0, turnsOverBudget: 0, turns: 10,
   batchJobs: 0, batchErrors: 0, batchPerS, durationS: 1, configMismatch: [],
 });
 

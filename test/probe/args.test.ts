@@ -110,3 +110,16 @@ test('base URL with or without /v1, trailing slash, prefix, query, full chat URL
   assert.equal(resolveBaseUrl('https://gw.example').port, 443);
   assert.equal(resolveBaseUrl('http://[::1]:9/v1').hostname, '::1');
 });
+
+test('--traces: the query API and how long to wait for the spans; --traces-wait-ms alone is a usage error', () => {
+  const p = parseProbeArgs([...base, '--traces', 'http://jaeger:16686'], {});
+  assert.ok(!p.help);
+  if (p.help) return;
+  assert.equal(p.options.tracesUrl, 'http://jaeger:16686');
+  assert.equal(p.options.tracesWaitMs, 15000);
+  const q = parseProbeArgs([...base, '--traces', 'http://jaeger:16686', '--traces-wait-ms', '500'], {});
+  assert.equal(!q.help && q.options.tracesWaitMs, 500);
+  assert.throws(() => parseProbeArgs([...base, '--traces-wait-ms', '500'], {}), (e: unknown) => e instanceof UsageError && /--traces-wait-ms needs --traces/.test(e.message));
+  assert.throws(() => parseProbeArgs([...base, '--traces', 'jaeger:16686'], {}), (e: unknown) => e instanceof UsageError && /--traces/.test(e.message));
+  assert.throws(() => parseProbeArgs([...base, '--trace', 'http://j'], {}), /--traces/);
+});

@@ -6,17 +6,23 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../bench/lib/procs.js';
 import { jaegerTrace, startJaeger, type Jaeger, type JaegerSpan, type JaegerTrace } from '../../bench/real/jaeger.js';
 import { prepare } from '../../bench/real/fleet-vllm.js';
 import { SERVED_MODEL, VENV_PYTHON, startReplicaProcess, stopReplicaProcess, waitHealthy, type ReplicaState } from '../../bench/real/vllm-replica.js';
 import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { formatTable } from '../../src/probe/report.js';
+import { runProbe } from '../../src/probe/run.js';
 import { RUN, longText, postJson } from './real-fleet.js';
 
 const INDEX = 8;
 /** How far gateway TTFT − vLLM's time_to_first_token may stray from the gateway's own hops (vLLM's HTTP front end and tokenizer sit in between). */
 const TOLERANCE_MS = Number(process.env.WARMROUTE_TRACE_TOLERANCE_MS ?? 10);
+/** The trace as Jaeger's query API served it: what bench/tracing/render-trace.ts draws docs/trace.png from. */
+const TRACE_OUT = process.env.WARMROUTE_TRACE_OUT ?? 'bench/out/trace-real.json';
 
 const tag = (s: JaegerSpan, key: string) => s.tags.find((t) => t.key === key)?.value;
 const parentOf = (s: JaegerSpan) => s.references.find((r) => r.refType === 'CHILD_OF')?.spanID ?? null;
@@ -58,6 +64,8 @@ describe('real vLLM + Jaeger: one call, end to end', () => {
       await new Promise((res) => setTimeout(res, 500));
     }
     assert.ok(t, 'jaeger has the trace');
+    mkdirSync(dirname(TRACE_OUT), { recursive: true });
+    writeFileSync(TRACE_OUT, `${JSON.stringify({ data: [t] }, null, 1)}\n`);
     const by = (name: string) => t!.spans.filter((s) => s.operationName === name);
     const [agent] = by('agent turn');
     const [server] = by('POST /v1/chat/completions');
@@ -86,5 +94,21 @@ describe('real vLLM + Jaeger: one call, end to end', () => {
       vllm: Object.fromEntries(llm.tags.filter((x) => x.key.startsWith('gen_ai.latency.')).map((x) => [x.key, x.value])),
     }));
     assert.ok(Math.abs(residual) <= TOLERANCE_MS, `gateway TTFT ${gatewayTtft.toFixed(2)} − vLLM TTFT ${vllmTtft.toFixed(2)} − gateway hops ${own.toFixed(2)} = ${residual.toFixed(2)} ms`);
+  });
+
+  it('warmroute probe --traces reads the real Jaeger: per request, the gateway\'s hops beside vLLM\'s queue, prefill and decode', async () => {
+    // vLLM's exporter batches every 5 s (the SDK's default): the probe waits for its spans.
+    const r = await runProbe({ baseUrl: g.url, model: SERVED_MODEL, trials: 2, cases: ['tiny'], maxTokens: 4, tracesUrl: jaeger.queryUrl, tracesWaitMs: 30_000 });
+    console.log(formatTable(r));
+    assert.ok(r.ok);
+    assert.equal(r.traces!.sends.length, 2);
+    for (const s of r.traces!.sends) {
+      const gw = s.trace?.gateway;
+      const v = s.trace?.replica;
+      assert.ok(gw && v, `trace ${s.traceId}: the gateway's span and vLLM's llm_request`);
+      assert.equal(v.service, 'vllm');
+      assert.ok(v.prefillMs! > 0 && v.ttftMs! > 0 && gw.ttftMs! > v.ttftMs!, `gateway TTFT ${gw.ttftMs} vs vLLM's ${v.ttftMs}`);
+      assert.ok(s.clientTtftMs! >= gw.ttftMs!);
+    }
   });
 });

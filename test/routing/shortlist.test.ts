@@ -15,7 +15,7 @@ import { createWorkingSet } from '../../src/routing/working-set.js';
 import { fleet, keyIdentity, prng, store, type MutableReplica } from './helpers.js';
 
 const T = 1_000_000;
-const pinOf = (replica: string) => ({ replica, warmTokens: 0, lastSeen: T, since: T - 60_000 });
+const pinOf = (replica: string) => ({ key: 's1', replica, warmTokens: 0, lastSeen: T, since: T - 60_000 });
 
 function ctxOf(over: Partial<RouteContext>, replicas: readonly MutableReplica[]): RouteContext {
   return { identity: keyIdentity('s1'), replicas, now: T, pin: null, warm: new Map(), avoid: null, ...over };
@@ -116,7 +116,7 @@ describe('shortlist: what a decision scores in a large fleet', () => {
     const rs = loaded(64);
     const tr = createTraffic(30_000);
     const keyless = { ...keyIdentity(null), sharedTokens: 100, promptTokens: 400 };
-    const stale = { replica: 'r5', warmTokens: 0, lastSeen: T - 700_000, since: T - 700_000 };
+    const stale = { key: 'c1', replica: 'r5', warmTokens: 0, lastSeen: T - 700_000, since: T - 700_000 };
     for (const ctx of [
       ctxOf({}, rs),
       ctxOf({ pin: pinOf('gone') }, rs),

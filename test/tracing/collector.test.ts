@@ -2,38 +2,14 @@
 // http/protobuf by its content type, the OTEL_* configuration, and collectors that are down,
 // refusing or too slow (requests served as before, spans dropped and counted, one warn line).
 import assert from 'node:assert/strict';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
+import { startOtlpCollector, type OtlpCollector as Collector } from '../../bench/lib/otlp-collector.js';
 import { startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
 import { chatBody, startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
-
-interface Post { type: string; headers: IncomingMessage['headers']; body: Buffer }
-interface Collector { url: string; posts: Post[]; answer: { status: number; hold: boolean }; release(): void; close(): Promise<void> }
-
-async function startCollector(): Promise<Collector> {
-  const posts: Post[] = [];
-  const held: (() => void)[] = [];
-  const c: Collector = {
-    url: '', posts, answer: { status: 200, hold: false },
-    release: () => { for (const f of held.splice(0)) f(); },
-    close: async () => { c.release(); server.closeAllConnections(); await new Promise<void>((r) => server.close(() => r())); },
-  };
-  const server: Server = createServer((req, res) => {
-    const parts: Buffer[] = [];
-    req.on('data', (b: Buffer) => parts.push(b));
-    req.on('end', () => {
-      posts.push({ type: String(req.headers['content-type']), headers: req.headers, body: Buffer.concat(parts) });
-      const send = () => { res.writeHead(c.answer.status, { 'content-type': 'application/json' }); res.end('{}'); };
-      if (c.answer.hold) held.push(send); else send();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  c.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return c;
-}
 
 /** A loopback port nothing listens on. */
 async function deadPort(): Promise<number> {
@@ -56,7 +32,7 @@ describe('tracing to an OTLP/HTTP collector', () => {
   let col: Collector;
   before(async () => {
     up = await startFixture('u');
-    col = await startCollector();
+    col = await startOtlpCollector();
   });
   after(async () => {
     await up.close();

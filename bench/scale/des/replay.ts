@@ -63,7 +63,7 @@ export function replayCpuMsPerRequest(log: ReplayLog, views: () => MutableView[]
           vs[i].running = a[i * FIELDS + 2];
           vs[i].kvUsage = a[i * FIELDS + 3];
         }
-        const identity = identify('chat', c.body, c.headers, DEFAULT_IDENTITY_OPTIONS);
+        const identity = identify('chat', c.body as Record<string, unknown>, c.headers, DEFAULT_IDENTITY_OPTIONS);
         identities.push(identity);
         routers[c.pod].route({ identity, replicas: vs });
       } else {
