@@ -1,7 +1,7 @@
 import type { RoutingOptions } from '../../config/schema.js';
 import type { CostModel } from '../cost-model.js';
 import { runningOf } from '../load.js';
-import { placeByCapacity, type Placement } from '../placement.js';
+import { placeByCapacity, placeForGrowth, type Placement } from '../placement.js';
 import { rendezvousRank } from '../rendezvous.js';
 import { trafficRoom, type Traffic } from '../traffic.js';
 import type { Picker, ReplicaView, RouteContext, RouteReason } from '../types.js';
@@ -143,14 +143,28 @@ export interface AffinityPickerDeps {
 export function createAffinityPicker(d: AffinityPickerDeps): Picker {
   const o = d.options;
 
-  /** A fresh placement by capacity, or null when every cache can hold every agent. */
+  /**
+   * A fresh placement by capacity: under KV pressure by the working sets against the capacities,
+   * else, when every candidate's capacity is known, for the sessions' growth; null when a
+   * capacity is unknown and every cache can hold every agent.
+   */
   function byCapacity(ctx: RouteContext, candidates: readonly ReplicaView[], caps: LoadCaps): Placement | null {
     const t = ctx.now;
     const scale = d.cost.tokenScale();
     const capacity = candidates.map((r) => (r.kvCapacityTokens !== null && r.kvCapacityTokens > 0 ? r.kvCapacityTokens : Infinity));
     const ws = d.workingSet;
     const agent = agentOf(ctx.identity);
-    if (ctx.pressured === undefined || !ctx.pressured(candidates)) return null;
+    if (ctx.pressured === undefined) return null;
+    if (!ctx.pressured(candidates)) {
+      if (!capacity.every(Number.isFinite)) return null;
+      return placeForGrowth({
+        candidates,
+        sets: candidates.map((r) => ws.of(r.name, t)),
+        agent: agent?.key ?? null,
+        loadOk: candidates.map((_, i) => fits(caps, caps.soft, i)),
+        homeLoadOk: candidates.map((_, i) => fits(caps, caps.hard, i)),
+      });
+    }
     // What the session will grow to is unknown at its first turn: the active sessions' mean
     // stands for it.
     const own = Math.max(ctx.identity.promptTokens - (agent?.tokens ?? 0), ws.meanOwnTokens(t)) * scale;
