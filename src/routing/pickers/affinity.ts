@@ -40,8 +40,9 @@ export interface PickInput {
   readonly tieMs: number;
   readonly random: () => number;
   /**
-   * A fresh placement under KV pressure (placement.ts), decided by capacity instead of by the
-   * rendezvous of its key; absent (or index −1) when the caches hold every agent everywhere.
+   * A fresh placement from the working sets (placement.ts: by capacity under KV pressure, else
+   * for the sessions' growth), instead of the rendezvous of its key; absent (or index −1) when a
+   * candidate's capacity is unknown and the caches hold every agent everywhere.
    */
   readonly byCapacity?: Placement | null;
 }
@@ -61,13 +62,15 @@ export interface PickResult {
  * just moved does not move again for cost reasons until its cooldown ends.
  *
  * Without a home (a new session, or a keyless one whose only match is the shared system prompt),
- * the placement is the rendezvous order of its key among the replicas under the soft cap: every
- * gateway computes the same placement for the same conversation with no shared state. Once the
- * fleet's KV caches cannot hold every agent on every replica, it is decided by capacity instead
- * (placement.ts: with its agent, where its working set fits; `capacity` when it cannot be), from
- * the working sets, which count every gateway's sessions when they share a store (its activity
- * channel), so that gateways agree on first placements too, up to what the channel has not yet
- * carried (a batch interval).
+ * the placement is decided from the working sets when every candidate's KV capacity is known:
+ * once the caches cannot hold every agent on every replica, by capacity (placement.ts
+ * placeByCapacity: with its agent, where its working set fits; `capacity` when it cannot be),
+ * before that for the sessions' growth (placeForGrowth: even session counts, each agent's sessions
+ * together within a slack). The working sets count every gateway's sessions when they share a
+ * store (its activity channel), so gateways agree on first placements, up to what the channel has
+ * not yet carried (a batch interval). With a capacity unknown and no pressure, it is the
+ * rendezvous order of its key among the replicas under the soft cap: every gateway computes the
+ * same placement for the same conversation with no shared state.
  */
 export function pickAffinity(p: PickInput): PickResult {
   const { candidates: c, caps, home } = p;
