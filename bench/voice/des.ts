@@ -1,4 +1,5 @@
 // npx tsx bench/voice/des.ts --preset NAME [--seeds 1,2,3] [--strategies affinity,affinity@4,oracle]
+//   [--groups N] [--sessions N] [--turns N] [--kv-blocks N] (override the preset's)
 // A bench:voice preset through the discrete-event run of bench:scale (the router's own code, the
 // simulator's engine and block pool, virtual time, no sockets): seconds instead of minutes, so a
 // placement rule can be compared on several seeds before the socket run. Per strategy and seed:
@@ -12,8 +13,13 @@ import { idealHits } from './ideal.js';
 import { presetFlags } from './presets.js';
 import { buildWorkload, WORKLOAD_DEFAULTS } from './workload.js';
 
-const { values: a } = parseArgs({ options: { preset: { type: 'string' }, seeds: { type: 'string' }, strategies: { type: 'string' } } });
-const f = presetFlags(a.preset);
+const s = { type: 'string' } as const;
+const { values: a } = parseArgs({ options: { preset: s, seeds: s, strategies: s, groups: s, sessions: s, turns: s, 'kv-blocks': s } });
+const f: Record<string, string | boolean> = { ...presetFlags(a.preset) };
+for (const k of ['groups', 'sessions', 'turns', 'kv-blocks'] as const) {
+  const v = a[k];
+  if (v !== undefined) f[k] = v;
+}
 const num = (k: string, def: number) => (f[k] === undefined ? def : Number(f[k]));
 const range = (k: string, def: readonly [number, number]): [number, number] => {
   const v = f[k];
@@ -33,8 +39,8 @@ for (const seed of (a.seeds ?? '1,2,3').split(',').map(Number)) {
     systemTokens: range('system-tokens', W.systemTokens), toolTurnShare: num('tool-turns', W.toolTurnShare),
     startSpreadMs: num('start-spread-ms', W.startSpreadMs), startRamp: f['start-ramp'] === true, seed,
   });
-  for (const s of strategies) {
-    const [name, pods] = s.split('@');
+  for (const strategy of strategies) {
+    const [name, pods] = strategy.split('@');
     const run = runDes({ replicas, pods: Number(pods ?? 1), strategy: name as DesStrategy, workload, kvBlocks, outputTokens: range('output-tokens', [50, 150]), gatewayMs: 1, statsIntervalMs: 1_000, maxVirtualMs: 3_600_000, seed });
     const hit = run.hits / Math.max(1, run.queries);
     const ideal = idealHits(run.sent).hitRate;
@@ -46,6 +52,6 @@ for (const seed of (a.seeds ?? '1,2,3').split(',').map(Number)) {
       if (r.turn === 0 && r.step === 0) first.set(r.replica, [...(first.get(r.replica) ?? []), workload.sessions[r.session].group]);
     }
     const placed = [...first.keys()].sort().map((k) => `${first.get(k)!.length}:${new Set(first.get(k)).size}`).join(' ');
-    console.log(`seed ${seed} ${s.padEnd(12)} hit ${(hit * 100).toFixed(1)}% of ideal ${(ideal * 100).toFixed(1)}% = ${((hit / ideal) * 100).toFixed(1)}%  p90 ${ttft[Math.floor(ttft.length * 0.9)].toFixed(0)} ms  first placements (sessions:agents) ${placed}  ${JSON.stringify(reasons)}`);
+    console.log(`seed ${seed} ${strategy.padEnd(12)} hit ${(hit * 100).toFixed(1)}% of ideal ${(ideal * 100).toFixed(1)}% = ${((hit / ideal) * 100).toFixed(1)}%  p90 ${ttft[Math.floor(ttft.length * 0.9)].toFixed(0)} ms  first placements (sessions:agents) ${placed}  ${JSON.stringify(reasons)}`);
   }
 }
