@@ -116,3 +116,63 @@ export function underPressureOf(agentTokens: number, ownTokens: number, smallest
   if (count === 0 || !Number.isFinite(smallest)) return false;
   return agentTokens + ownTokens / count > fill * smallest;
 }
+
+/**
+ * How many sessions an agent's replica may hold beyond the emptiest candidate's and still take
+ * the agent's next session (placeForGrowth). One is the prompt the agent saves there (a voice
+ * agent's prompt is about one session's history); the second absorbs the order in which sessions
+ * arrive, so that one agent's sessions starting close together do not split it. Measured on the
+ * simulator (docs/design-notes.md, "Few agents, long sessions"): 1 split agents early, 3 let one
+ * replica run 2–3 sessions ahead of the others.
+ */
+export const HOME_SLACK_SESSIONS = 2;
+
+export interface GrowthInput {
+  readonly candidates: readonly ReplicaView[];
+  /** Per candidate: its working set (its active sessions and their agents). */
+  readonly sets: readonly ReplicaWorkingSet[];
+  readonly agent: string | null;
+  /** Per candidate: under the in-flight bound for new placements (soft cap). */
+  readonly loadOk: readonly boolean[];
+  /** Per candidate: under the bound a session's own replica may reach (hard cap). */
+  readonly homeLoadOk: readonly boolean[];
+}
+
+/**
+ * Placement of a new session while every agent still fits every cache, on replicas whose KV
+ * capacity is known. The sessions' histories are what will fill the caches, and a session's
+ * first turn does not say how long it will grow: so they are spread evenly from the start, in
+ * sessions per unit of weight, and an agent's sessions are kept together within that (its prompt
+ * cached once, not on every replica, leaves its replica room for the histories):
+ *   1. the agent's replica with the fewest sessions (one with an active session of it), if it holds
+ *      no more than HOME_SLACK_SESSIONS beyond the emptiest candidate and is under the hard cap;
+ *   2. else the candidate under the soft cap with the fewest sessions, the fewest agents on a tie
+ *      (the least cache taken by prompts), the first in order after that.
+ * Where an agent's prompt is cached matters less here than where its sessions are: only the
+ * working set (shared by every pod) decides, not this pod's prefix index, so that pods agree.
+ * The reason is `placed`: nothing is evicted yet. −1 when no candidate is under the soft cap.
+ */
+export function placeForGrowth(p: GrowthInput): Placement {
+  const n = p.candidates.length;
+  let weight = 0;
+  for (const r of p.candidates) weight += weightOf(r);
+  const mean = n === 0 ? 1 : weight / n;
+  // Sessions in units of a mean-weight replica: a replica of twice the weight takes twice as many.
+  const load = (i: number) => (p.sets[i].sessions * mean) / weightOf(p.candidates[i]);
+  let emptiest = Infinity;
+  for (let i = 0; i < n; i++) if (p.loadOk[i]) emptiest = Math.min(emptiest, load(i));
+  if (p.agent !== null) {
+    let home = -1;
+    for (let i = 0; i < n; i++) {
+      if (!p.homeLoadOk[i] || !p.sets[i].agents.has(p.agent)) continue;
+      if (home < 0 || load(i) < load(home)) home = i;
+    }
+    if (home >= 0 && load(home) <= emptiest + HOME_SLACK_SESSIONS) return { index: home, reason: 'placed' };
+  }
+  let best = -1;
+  for (let i = 0; i < n; i++) {
+    if (!p.loadOk[i]) continue;
+    if (best < 0 || load(i) < load(best) || (load(i) === load(best) && p.sets[i].agents.size < p.sets[best].agents.size)) best = i;
+  }
+  return { index: best, reason: 'placed' };
+}

@@ -1,7 +1,7 @@
 import type { RoutingOptions } from '../../config/schema.js';
 import type { CostModel } from '../cost-model.js';
 import { runningOf } from '../load.js';
-import { placeByCapacity, type Placement } from '../placement.js';
+import { placeByCapacity, placeForGrowth, type Placement } from '../placement.js';
 import { rendezvousRank } from '../rendezvous.js';
 import { trafficRoom, type Traffic } from '../traffic.js';
 import type { Picker, ReplicaView, RouteContext, RouteReason } from '../types.js';
@@ -41,8 +41,9 @@ export interface PickInput {
   readonly tieMs: number;
   readonly random: () => number;
   /**
-   * A fresh placement under KV pressure (placement.ts), decided by capacity instead of by the
-   * rendezvous of its key; absent (or index −1) when the caches hold every agent everywhere.
+   * A fresh placement from the working sets (placement.ts: by capacity under KV pressure, else
+   * for the sessions' growth), instead of the rendezvous of its key; absent (or index −1) when a
+   * candidate's capacity is unknown and the caches hold every agent everywhere.
    */
   readonly byCapacity?: Placement | null;
 }
@@ -62,13 +63,15 @@ export interface PickResult {
  * just moved does not move again for cost reasons until its cooldown ends.
  *
  * Without a home (a new session, or a keyless one whose only match is the shared system prompt),
- * the placement is the rendezvous order of its key among the replicas under the soft cap: every
- * gateway computes the same placement for the same conversation with no shared state. Once the
- * fleet's KV caches cannot hold every agent on every replica, it is decided by capacity instead
- * (placement.ts: with its agent, where its working set fits; `capacity` when it cannot be), from
- * the working sets, which count every gateway's sessions when they share a store (its activity
- * channel), so that gateways agree on first placements too, up to what the channel has not yet
- * carried (a batch interval).
+ * the placement is decided from the working sets when every candidate's KV capacity is known:
+ * once the caches cannot hold every agent on every replica, by capacity (placement.ts
+ * placeByCapacity: with its agent, where its working set fits; `capacity` when it cannot be),
+ * before that for the sessions' growth (placeForGrowth: even session counts, each agent's sessions
+ * together within a slack). The working sets count every gateway's sessions when they share a
+ * store (its activity channel), so gateways agree on first placements, up to what the channel has
+ * not yet carried (a batch interval). With a capacity unknown and no pressure, it is the
+ * rendezvous order of its key among the replicas under the soft cap: every gateway computes the
+ * same placement for the same conversation with no shared state.
  */
 export function pickAffinity(p: PickInput): PickResult {
   const { candidates: c, caps, home } = p;
@@ -144,14 +147,28 @@ export interface AffinityPickerDeps {
 export function createAffinityPicker(d: AffinityPickerDeps): Picker {
   const o = d.options;
 
-  /** A fresh placement by capacity, or null when every cache can hold every agent. */
+  /**
+   * A fresh placement by capacity: under KV pressure by the working sets against the capacities,
+   * else, when every candidate's capacity is known, for the sessions' growth; null when a
+   * capacity is unknown and every cache can hold every agent.
+   */
   function byCapacity(ctx: RouteContext, candidates: readonly ReplicaView[], caps: LoadCaps): Placement | null {
     const t = ctx.now;
     const scale = d.cost.tokenScale();
     const capacity = candidates.map((r) => (r.kvCapacityTokens !== null && r.kvCapacityTokens > 0 ? r.kvCapacityTokens : Infinity));
     const ws = d.workingSet;
     const agent = agentOf(ctx.identity);
-    if (ctx.pressured === undefined || !ctx.pressured(candidates)) return null;
+    if (ctx.pressured === undefined) return null;
+    if (!ctx.pressured(candidates)) {
+      if (!capacity.every(Number.isFinite)) return null;
+      return placeForGrowth({
+        candidates,
+        sets: candidates.map((r) => ws.of(r.name, t)),
+        agent: agent?.key ?? null,
+        loadOk: candidates.map((_, i) => fits(caps, caps.soft, i)),
+        homeLoadOk: candidates.map((_, i) => fits(caps, caps.hard, i)),
+      });
+    }
     // What the session will grow to is unknown at its first turn: the active sessions' mean
     // stands for it.
     const own = Math.max(ctx.identity.promptTokens - (agent?.tokens ?? 0), ws.meanOwnTokens(t)) * scale;
