@@ -69,20 +69,20 @@ export interface SharedRun {
   configMismatch: string[];
 }
 
-function rng(seed: number) {
+export function rng(seed: number) {
   let s = seed >>> 0 || 1;
   return () => {
     s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
     return s / 0x100000000;
   };
 }
-const pick = (r: () => number, [a, b]: readonly [number, number]) => a + Math.floor(r() * (b - a + 1));
+export const pick = (r: () => number, [a, b]: readonly [number, number]) => a + Math.floor(r() * (b - a + 1));
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
 
-const textOf = (tokens: number, nonce: string) => String(messagesOfTokens(tokens, nonce)[0].content);
+export const textOf = (tokens: number, nonce: string) => String(messagesOfTokens(tokens, nonce)[0].content);
 
 /** Agent a's system prompt: its length drawn once per agent, its text the agent's own. */
-function systemPrompts(o: SharedOptions): string[] {
+export function systemPrompts(o: SharedOptions): string[] {
   const r = rng(o.seed * 7919 + 1);
   return Array.from({ length: o.agents }, (_, a) => textOf(pick(r, o.systemTokens), `agent ${a}.`));
 }
