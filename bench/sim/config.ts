@@ -36,6 +36,12 @@ export interface CapacityKnobs {
   longPrefillTokenThreshold: number;
   /** Waiting-queue bound; beyond it requests get a 503 (not a vLLM flag; a sim knob). */
   maxWaiting: number;
+  /**
+   * vLLM's async scheduling (on by default in V1 where the executor supports it): the next step is
+   * scheduled while the current one runs, so a request that arrives during a step waits for it and
+   * for the step after. Off by default here: the calibration's figures were fitted without it.
+   */
+  asyncScheduling: boolean;
 }
 
 export interface OutputKnobs {
@@ -97,6 +103,7 @@ export const H100_CAPACITY: Readonly<CapacityKnobs> = Object.freeze({
   maxNumBatchedTokens: 8192,
   longPrefillTokenThreshold: 0,
   maxWaiting: Number.POSITIVE_INFINITY,
+  asyncScheduling: false,
 });
 
 /** A replica whose KV cache holds only 128 blocks (2,048 tokens): for eviction and preemption tests. */
@@ -136,6 +143,7 @@ export function resolveConfig(opts: SimReplicaOptions = {}, index = 0): SimConfi
     maxNumBatchedTokens: pick(opts.maxNumBatchedTokens, H100_CAPACITY.maxNumBatchedTokens),
     longPrefillTokenThreshold: pick(opts.longPrefillTokenThreshold, H100_CAPACITY.longPrefillTokenThreshold),
     maxWaiting: pick(opts.maxWaiting, H100_CAPACITY.maxWaiting),
+    asyncScheduling: pick(opts.asyncScheduling, H100_CAPACITY.asyncScheduling),
     outputTokens: { min: out.min, max: out.max },
     enablePromptTokensDetails: pick(opts.enablePromptTokensDetails, true),
     enablePrefixCaching: pick(opts.enablePrefixCaching, true),

@@ -34,6 +34,13 @@ export interface GatewayKnobs {
   holdForInteractive: boolean;
   /** limits.reservedInteractiveShare. */
   reservedShare: number;
+  /**
+   * Not built in the gateway; modelled here to bound what one could do: when a caller's turn is
+   * sent to a replica, every batch request there still awaiting its first token is aborted and
+   * sent again once no caller awaits a first token there (its computed blocks stay in the prefix
+   * cache, so the resend continues where it was cut).
+   */
+  preemptBatch?: boolean;
 }
 
 export interface DesSharedOptions extends SharedOptions {
@@ -101,8 +108,8 @@ function createReplica(clock: Clock, index: number, o: DesSharedOptions) {
   const engine = createEngine(config, pool, { onAdmit() {}, onFirstToken() {}, onToken() {}, onFinish() {}, onPreempt() {} }, clock);
   let ids = 0;
   return {
-    /** One streamed chat request: `first` at its first token, `done` when it is complete. */
-    serve(body: Record<string, unknown>, first: () => void, done: (a: Answer) => void) {
+    /** One streamed chat request: `first` at its first token, `done` when it is complete; `abort` before its first token only. */
+    serve(body: Record<string, unknown>, first: () => void, done: (a: Answer) => void): { abort(): boolean } {
       const g = parseChat(body, config);
       if ('status' in g) throw new Error(`replica refused: ${g.status} ${JSON.stringify(g.body)}`);
       const arrival = clock.now();
@@ -122,7 +129,16 @@ function createReplica(clock: Clock, index: number, o: DesSharedOptions) {
         },
       });
       const due = arrival + frontendMs(config, g.prompt.length);
-      clock.setTimeout(() => engine.submit(seq, due), due - arrival);
+      let aborted = false;
+      clock.setTimeout(() => { if (!aborted) engine.submit(seq, due); }, due - arrival);
+      return {
+        abort() {
+          if (aborted || ttftMs !== null) return false;
+          aborted = true;
+          engine.abort(seq);
+          return true;
+        },
+      };
     },
   };
 }
@@ -131,7 +147,7 @@ const VOICE: QueuePlace = { batch: false, deadline: Infinity, budgetMs: 0, expir
 const BATCH: QueuePlace = { batch: true, deadline: Infinity, budgetMs: 0, expireAtDeadline: false };
 
 /** One of shared.ts's three runs (priority on with `o.gateway`), in virtual time. */
-export async function runSharedDes(mode: SharedMode, o: DesSharedOptions): Promise<SharedRun> {
+export async function runSharedDes(mode: SharedMode, o: DesSharedOptions): Promise<SharedRun & { preemptions: number }> {
   const on = mode === 'batch, priority on';
   const clock = createClock();
   const replicas = Array.from({ length: o.replicas }, (_, i) => createReplica(clock, i, o));
@@ -142,6 +158,12 @@ export async function runSharedDes(mode: SharedMode, o: DesSharedOptions): Promi
     reserved: reservedSlots(o.slotsPerReplica, o.gateway.reservedShare), batchPrefill: K, holdForInteractive: o.gateway.holdForInteractive,
   }));
   const load = replicas.map(() => 0);
+  // preemptBatch: per replica, the batch requests awaiting their first token (each can be cut),
+  // the callers awaiting theirs, and the cut requests waiting to be sent again.
+  const cut = replicas.map(() => new Set<{ abort(): void }>());
+  const callers = replicas.map(() => 0);
+  const resume = replicas.map((): (() => void)[] => []);
+  let preemptions = 0;
   const sleep = (ms: number) => new Promise<void>((res) => clock.setTimeout(res, ms));
 
   /** Through the gateway to replica `i`: its limiter, then the replica; resolves when the answer is complete. */
@@ -150,7 +172,15 @@ export async function runSharedDes(mode: SharedMode, o: DesSharedOptions): Promi
     load[i]++;
     const wait = limiters[i].acquire(place, prefill);
     if (wait !== null) await wait;
-    const a = await new Promise<Answer>((res) => replicas[i].serve(body, () => limiters[i].prefilled(prefill), res));
+    let a: Answer | null = null;
+    while (a === null) {
+      if (o.gateway.preemptBatch && prefill === 'batch' && callers[i] > 0) await new Promise<void>((res) => resume[i].push(res));
+      a = await new Promise<Answer | null>((res) => {
+        const entry = { abort: () => { if (h.abort()) { cut[i].delete(entry); preemptions++; res(null); } } };
+        const h = replicas[i].serve(body, () => { cut[i].delete(entry); limiters[i].prefilled(prefill); }, res);
+        if (prefill === 'batch') cut[i].add(entry);
+      });
+    }
     limiters[i].release();
     load[i]--;
     await sleep(o.gatewayMs);
@@ -193,9 +223,12 @@ export async function runSharedDes(mode: SharedMode, o: DesSharedOptions): Promi
         const wait = limiters[at].acquire(VOICE, 'interactive');
         load[at]++;
         if (wait !== null) await wait;
+        callers[at]++;
+        if (o.gateway.preemptBatch && on) for (const e of [...cut[at]]) e.abort();
         const a = await new Promise<Answer>((res) => replicas[at].serve(body, () => {
           first = clock.now() + o.gatewayMs;
           limiters[at].prefilled('interactive');
+          if (--callers[at] === 0) for (const go of resume[at].splice(0)) go();
         }, res));
         limiters[at].release();
         load[at]--;
@@ -233,6 +266,6 @@ export async function runSharedDes(mode: SharedMode, o: DesSharedOptions): Promi
   const { durationS, jobsAtEnd } = await main;
   return {
     mode, batchPrefill: K, voice: percentiles(ttfts), voiceErrors: 0, turnsOverBudget: over, turns: ttfts.length,
-    batchJobs: jobsAtEnd, batchErrors: 0, batchPerS: jobsAtEnd / durationS, durationS, configMismatch: [],
+    batchJobs: jobsAtEnd, batchErrors: 0, batchPerS: jobsAtEnd / durationS, durationS, configMismatch: [], preemptions,
   };
 }
