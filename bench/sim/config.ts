@@ -19,6 +19,13 @@ export interface TimingKnobs {
   decodeMsPerSeq: number;
   /** Cost added to a step per context token of each decoding sequence (KV reads). */
   decodeMsPerCtxToken: number;
+  /**
+   * A step's linear prefill cost overlaps its fixed floor instead of adding to it: max(stepBaseMs,
+   * tokens × prefillMsPerToken), as a GPU step stays memory-bound until its tokens fill the compute.
+   * Off (the calibrated model) by default; on, small prefill chunks ride in a step nearly free, a
+   * lenient bound on what chunked prefill costs.
+   */
+  roofline?: boolean;
 }
 
 export interface CapacityKnobs {
@@ -136,6 +143,7 @@ export function resolveConfig(opts: SimReplicaOptions = {}, index = 0): SimConfi
     attnMsPerTokenPair: pick(opts.attnMsPerTokenPair, H100_TIMING.attnMsPerTokenPair),
     decodeMsPerSeq: pick(opts.decodeMsPerSeq, H100_TIMING.decodeMsPerSeq),
     decodeMsPerCtxToken: pick(opts.decodeMsPerCtxToken, H100_TIMING.decodeMsPerCtxToken),
+    roofline: opts.roofline === true,
     maxModelLen,
     blockSize,
     kvBlocks,
