@@ -80,7 +80,7 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
   const plan = planOutput({
     seed: cfg.seed,
     prompt: g.prompt,
-    length: cfg.outputTokens,
+    length: g.ignoreEos ? { min: g.maxTokens, max: g.maxTokens } : cfg.outputTokens,
     tool: g.tool,
     eosId: g.kind === 'completion' ? SPECIAL.eos : SPECIAL.endOfTurn,
   });

@@ -113,7 +113,7 @@ function createReplica(clock: Clock, index: number, o: DesSharedOptions) {
       const g = parseChat(body, config);
       if ('status' in g) throw new Error(`replica refused: ${g.status} ${JSON.stringify(g.body)}`);
       const arrival = clock.now();
-      const plan = planOutput({ seed: config.seed, prompt: g.prompt, length: config.outputTokens, tool: g.tool, eosId: SPECIAL.endOfTurn });
+      const plan = planOutput({ seed: config.seed, prompt: g.prompt, length: g.ignoreEos ? { min: g.maxTokens, max: g.maxTokens } : config.outputTokens, tool: g.tool, eosId: SPECIAL.endOfTurn });
       let ttftMs: number | null = null;
       const seq = createSeq({
         id: `d-${index}-${ids++}`, prompt: g.prompt, root: NO_SALT_ROOT, plan, maxOut: Math.min(plan.ids.length, g.maxTokens), httpArrivalMs: arrival, priority: g.priority,
@@ -242,7 +242,7 @@ export async function runSharedDes(mode: SharedMode, o: DesSharedOptions): Promi
     const workers = mode === 'no batch' ? 0 : Math.round((o.sessions * o.batchShare) / (1 - o.batchShare));
     const batch = Array.from({ length: workers }, async (_, w) => {
       for (let j = 0; !voiceDone && clock.now() < deadline; j++) {
-        const body = withPriority({ stream: true, messages: messagesOfTokens(pick(r, o.batchPromptTokens), `job ${w}.${j}.`), max_tokens: pick(r, o.batchOutputTokens) }, 10);
+        const body = withPriority({ stream: true, messages: messagesOfTokens(pick(r, o.batchPromptTokens), `job ${w}.${j}.`), max_tokens: pick(r, o.batchOutputTokens), ...(o.batchIgnoreEos ? { ignore_eos: true } : {}) }, 10);
         const i = load.indexOf(Math.min(...load));
         await send(i, body, on ? BATCH : VOICE, on ? 'batch' : 'interactive');
         batchJobs++;

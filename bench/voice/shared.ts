@@ -23,6 +23,11 @@ export interface SharedOptions {
   batchShare: number;
   batchPromptTokens: [number, number];
   batchOutputTokens: [number, number];
+  /**
+   * Batch requests sent with vLLM's `ignore_eos`, so each answer is its drawn length. Without it
+   * the simulator ends an answer at its natural length (its --output-tokens, the voice range).
+   */
+  batchIgnoreEos: boolean;
   systemTokens: [number, number];
   userTokens: [number, number];
   outputTokens: [number, number];
@@ -45,7 +50,7 @@ export interface SharedOptions {
 }
 
 export const SHARED_DEFAULTS: SharedOptions = {
-  replicas: 2, sessions: 16, turns: 6, batchShare: 0.5, batchPromptTokens: [3000, 6000], batchOutputTokens: [100, 300],
+  replicas: 2, sessions: 16, turns: 6, batchShare: 0.5, batchPromptTokens: [3000, 6000], batchOutputTokens: [100, 300], batchIgnoreEos: false,
   systemTokens: [1000, 1500], userTokens: [20, 60], outputTokens: [30, 80], thinkMs: [300, 800], budgetMs: 300,
   slotsPerReplica: 12, batchPrefill: [1], longPrefill: 0, fleet: 'sim', agents: 4, warmup: true, maxDurationS: 120, seed: 1,
 };
@@ -145,7 +150,7 @@ async function oneRun(urls: string[], model: string | null, mode: SharedMode, ba
     const workers = mode === 'no batch' ? 0 : Math.round((o.sessions * o.batchShare) / (1 - o.batchShare));
     const batch = Array.from({ length: workers }, async (_, w) => {
       for (let j = 0; !voiceDone && performance.now() < deadline; j++) {
-        const body = { ...named, messages: messagesOfTokens(pick(r, o.batchPromptTokens), `job ${w}.${j}.`), max_tokens: pick(r, o.batchOutputTokens) };
+        const body = { ...named, messages: messagesOfTokens(pick(r, o.batchPromptTokens), `job ${w}.${j}.`), max_tokens: pick(r, o.batchOutputTokens), ...(o.batchIgnoreEos ? { ignore_eos: true } : {}) };
         const res = await streamRequest(gw.url, '/v1/chat/completions', { stream: true, ...body }, agent, on ? { 'x-priority': 'batch' } : {}).catch(() => null);
         if (res !== null && res.status === 200 && res.done) batchJobs++;
         else {
