@@ -113,7 +113,7 @@ function createReplica(clock: Clock, index: number, o: DesSharedOptions) {
       const g = parseChat(body, config);
       if ('status' in g) throw new Error(`replica refused: ${g.status} ${JSON.stringify(g.body)}`);
       const arrival = clock.now();
-      const plan = planOutput({ seed: config.seed, prompt: g.prompt, length: g.ignoreEos ? { min: g.maxTokens, max: g.maxTokens } : config.outputTokens, tool: g.tool, eosId: SPECIAL.endOfTurn });
+      const plan = planOutput({ seed: config.seed, prompt: g.prompt, length: g.ignoreEos ? { min: g.maxTokens + 1, max: g.maxTokens + 1 } : config.outputTokens, tool: g.tool, eosId: SPECIAL.endOfTurn });
       let ttftMs: number | null = null;
       const seq = createSeq({
         id: `d-${index}-${ids++}`, prompt: g.prompt, root: NO_SALT_ROOT, plan, maxOut: Math.min(plan.ids.length, g.maxTokens), httpArrivalMs: arrival, priority: g.priority,
