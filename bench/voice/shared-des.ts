@@ -48,8 +48,11 @@ export interface DesSharedOptions extends SharedOptions {
   /** Replica settings beyond shared.ts's (the simulator's knobs: timing, capacity, asyncScheduling). */
   replica: SimReplicaOptions;
   gatewayMs: number;
-  /** Where a batch job goes: the replica with the fewest requests open or queued, or one at random. */
-  batchPlacement?: 'least' | 'random';
+  /**
+   * Where a batch job goes: the replica with the fewest requests open or queued (`least`), one at
+   * random, or the fewest as last seen by a scrape every second (`stale`: jobs between scrapes herd).
+   */
+  batchPlacement?: 'least' | 'random' | 'stale';
 }
 
 // A min-heap of timers in time order (FIFO among equal times). The run loop awaits once after each
@@ -208,6 +211,9 @@ export async function runSharedDes(mode: SharedMode, o: DesSharedOptions): Promi
     const deadline = t0 + o.maxDurationS * 1000;
     const r = rng(o.seed);
     const placeRng = rng(o.seed * 31 + 7);
+    let scraped = [...load];
+    const scrape = () => { scraped = [...load]; if (!voiceDone) clock.setTimeout(scrape, 1000); };
+    if (o.batchPlacement === 'stale') scrape();
     const sessions = Array.from({ length: o.sessions }, async (_, i) => {
       const sr = rng(o.seed * 1000 + i);
       await sleep(pick(sr, [0, 2000]));
@@ -246,7 +252,8 @@ export async function runSharedDes(mode: SharedMode, o: DesSharedOptions): Promi
     const batch = Array.from({ length: workers }, async (_, w) => {
       for (let j = 0; !voiceDone && clock.now() < deadline; j++) {
         const body = withPriority({ stream: true, messages: messagesOfTokens(pick(r, o.batchPromptTokens), `job ${w}.${j}.`), max_tokens: pick(r, o.batchOutputTokens), ...(o.batchIgnoreEos ? { ignore_eos: true } : {}) }, 10);
-        const i = o.batchPlacement === 'random' ? Math.floor(placeRng() * replicas.length) : load.indexOf(Math.min(...load));
+        const seen = o.batchPlacement === 'stale' ? scraped : load;
+        const i = o.batchPlacement === 'random' ? Math.floor(placeRng() * replicas.length) : seen.indexOf(Math.min(...seen));
         await send(i, body, on ? BATCH : VOICE, on ? 'batch' : 'interactive');
         batchJobs++;
       }

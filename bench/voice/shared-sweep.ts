@@ -1,7 +1,7 @@
 // npx tsx bench/voice/shared-sweep.ts [--seeds 1,2,3] [--turns N] [--batch-prefill 0,1,2]
 //   [--long-prefill 0,256,512,1024] [--hold on,off] [--reserved 0.25] [--async-scheduling]
 //   [--max-num-batched-tokens N] [--batch-share F] [--preempt off,on] [--roofline] [--sessions N]
-//   [--batch-ignore-eos] [--batch-placement least|random]
+//   [--batch-ignore-eos] [--batch-placement least|random|stale]
 // The shared-fleet frontier in virtual time (shared-des.ts): for each replica setting (the
 // long-prefill threshold), the no-batch and priority-off runs once per seed, then priority on once
 // per gateway setting (batch prefill bound K × hold × reserved share). Printed as one markdown
@@ -35,7 +35,7 @@ const base: DesSharedOptions = {
   batchShare: Number(a['batch-share'] ?? SHARED_DEFAULTS.batchShare),
   maxDurationS: 3600,
   batchIgnoreEos: a['batch-ignore-eos'] === true,
-  batchPlacement: a['batch-placement'] === 'random' ? 'random' : 'least',
+  batchPlacement: a['batch-placement'] === 'random' || a['batch-placement'] === 'stale' ? a['batch-placement'] : 'least',
   gateway: { batchPrefill: 1, holdForInteractive: true, reservedShare: 0.25 },
   replica: { asyncScheduling: a['async-scheduling'] === true, roofline: a.roofline === true, ...(a['max-num-batched-tokens'] ? { maxNumBatchedTokens: Number(a['max-num-batched-tokens']) } : {}) },
   gatewayMs: 1,
@@ -60,7 +60,7 @@ for (const lp of lps) {
 }
 
 const row = (c: (string | number)[]) => `| ${c.join(' | ')} |`;
-console.log(`Shared fleet in virtual time: ${base.replicas} replicas at --scheduling-policy priority${base.replica.asyncScheduling ? ' with async scheduling' : ''}${base.replica.roofline ? ', roofline step times' : ''}${base.batchIgnoreEos ? ', batch answers run to max_tokens' : ''}${base.batchPlacement === 'random' ? ', batch placed at random' : ''}, ${base.sessions} voice sessions × ${base.turns} turns, batch share ${base.batchShare}, seeds ${seeds.join(',')} (means; p90 ratio min–max)\n`);
+console.log(`Shared fleet in virtual time: ${base.replicas} replicas at --scheduling-policy priority${base.replica.asyncScheduling ? ' with async scheduling' : ''}${base.replica.roofline ? ', roofline step times' : ''}${base.batchIgnoreEos ? ', batch answers run to max_tokens' : ''}${base.batchPlacement !== 'least' ? `, batch placed ${base.batchPlacement === 'random' ? 'at random' : 'by a scrape a second old'}` : ''}, ${base.sessions} voice sessions × ${base.turns} turns, batch share ${base.batchShare}, seeds ${seeds.join(',')} (means; p90 ratio min–max)\n`);
 console.log(row(['long-prefill threshold', 'run / batch prefill K', 'hold', 'reserved', 'voice p50 ms', 'p90', 'p99', `turns > ${base.budgetMs} ms`, 'p90 / no batch', 'batch / off (same replicas)', 'batch / off (vLLM defaults)']));
 console.log(row(['---', '---', '---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']));
 for (const r of rows) {
