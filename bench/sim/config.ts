@@ -19,6 +19,13 @@ export interface TimingKnobs {
   decodeMsPerSeq: number;
   /** Cost added to a step per context token of each decoding sequence (KV reads). */
   decodeMsPerCtxToken: number;
+  /**
+   * A step's linear prefill cost overlaps its fixed floor instead of adding to it: max(stepBaseMs,
+   * tokens × prefillMsPerToken), as a GPU step stays memory-bound until its tokens fill the compute.
+   * Off (the calibrated model) by default; on, small prefill chunks ride in a step nearly free, a
+   * lenient bound on what chunked prefill costs.
+   */
+  roofline?: boolean;
 }
 
 export interface CapacityKnobs {
@@ -36,6 +43,12 @@ export interface CapacityKnobs {
   longPrefillTokenThreshold: number;
   /** Waiting-queue bound; beyond it requests get a 503 (not a vLLM flag; a sim knob). */
   maxWaiting: number;
+  /**
+   * vLLM's async scheduling (on by default in V1 where the executor supports it): the next step is
+   * scheduled while the current one runs, so a request that arrives during a step waits for it and
+   * for the step after. Off by default here: the calibration's figures were fitted without it.
+   */
+  asyncScheduling: boolean;
 }
 
 export interface OutputKnobs {
@@ -97,6 +110,7 @@ export const H100_CAPACITY: Readonly<CapacityKnobs> = Object.freeze({
   maxNumBatchedTokens: 8192,
   longPrefillTokenThreshold: 0,
   maxWaiting: Number.POSITIVE_INFINITY,
+  asyncScheduling: false,
 });
 
 /** A replica whose KV cache holds only 128 blocks (2,048 tokens): for eviction and preemption tests. */
@@ -129,6 +143,7 @@ export function resolveConfig(opts: SimReplicaOptions = {}, index = 0): SimConfi
     attnMsPerTokenPair: pick(opts.attnMsPerTokenPair, H100_TIMING.attnMsPerTokenPair),
     decodeMsPerSeq: pick(opts.decodeMsPerSeq, H100_TIMING.decodeMsPerSeq),
     decodeMsPerCtxToken: pick(opts.decodeMsPerCtxToken, H100_TIMING.decodeMsPerCtxToken),
+    roofline: opts.roofline === true,
     maxModelLen,
     blockSize,
     kvBlocks,
@@ -136,6 +151,7 @@ export function resolveConfig(opts: SimReplicaOptions = {}, index = 0): SimConfi
     maxNumBatchedTokens: pick(opts.maxNumBatchedTokens, H100_CAPACITY.maxNumBatchedTokens),
     longPrefillTokenThreshold: pick(opts.longPrefillTokenThreshold, H100_CAPACITY.longPrefillTokenThreshold),
     maxWaiting: pick(opts.maxWaiting, H100_CAPACITY.maxWaiting),
+    asyncScheduling: pick(opts.asyncScheduling, H100_CAPACITY.asyncScheduling),
     outputTokens: { min: out.min, max: out.max },
     enablePromptTokensDetails: pick(opts.enablePromptTokensDetails, true),
     enablePrefixCaching: pick(opts.enablePrefixCaching, true),

@@ -66,6 +66,7 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
   let completing = false;
   let timer: unknown = null;
   let stepEnd = 0;
+  let stepStart = 0;
   let slow = 1;
 
   function releaseBlocks(seq: Seq): void {
@@ -120,7 +121,11 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
     hooks.onPreempt(seq);
   }
 
-  function schedule(): Scheduled[] {
+  /**
+   * Only waiting requests that arrived by `cutoff` are seen: with async scheduling a step is
+   * scheduled when the one before it starts, so what arrived after that waits a step more.
+   */
+  function schedule(cutoff: number): Scheduled[] {
     const out: Scheduled[] = [];
     // vLLM's --long-prefill-token-threshold: a prompt's chunk in one step is at most this, for a
     // running request and a waiting one alike, so one long prefill leaves budget for the others;
@@ -152,8 +157,12 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
       out.push({ seq, n, ctx: seq.numComputed, decode: n === 1 && seq.generated > 0 });
       budget -= n;
     }
-    while (!preempted && waiting.length > 0 && running.length < cfg.maxNumSeqs && budget > 0) {
-      const seq = waiting[0];
+    for (let w = 0; !preempted && w < waiting.length && running.length < cfg.maxNumSeqs && budget > 0;) {
+      const seq = waiting[w];
+      if (seq.engineArrivalMs > cutoff) {
+        w++;
+        continue;
+      }
       let hits: number[] = [];
       if (cfg.enablePrefixCaching) {
         // vLLM always recomputes the last token, so at most (len-1) rounded down to a block hits.
@@ -164,7 +173,7 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
       const computed = hits.length * bs;
       const n = Math.min(chunkOf(seq.tokens.length - computed), budget);
       if (!grow(seq, computed + n, hits)) break;
-      waiting.shift();
+      waiting.splice(w, 1);
       seq.numComputed = computed;
       seq.status = 'running';
       running.push(seq);
@@ -226,8 +235,14 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
     let start = now;
     if (backToBack && now - stepEnd < RESYNC_MS) start = stepEnd;
     else if (dueMs !== undefined && now - dueMs < RESYNC_MS) start = Math.min(now, Math.max(dueMs, stepEnd));
-    const items = schedule();
-    if (items.length === 0) return;
+    // Async scheduling: a step that follows another was scheduled when that one started.
+    const items = schedule(cfg.asyncScheduling && backToBack ? stepStart : Infinity);
+    if (items.length === 0) {
+      // Only late arrivals wait: vLLM schedules them as soon as its queue of steps has room.
+      if (waiting.length > 0) timer = clock.setTimeout(() => { timer = null; startStep(false); }, 0);
+      return;
+    }
+    stepStart = start;
     stepEnd = start + stepMs(cfg, items) * slow;
     timer = clock.setTimeout(() => {
       timer = null;

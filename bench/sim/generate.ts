@@ -80,7 +80,8 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
   const plan = planOutput({
     seed: cfg.seed,
     prompt: g.prompt,
-    length: cfg.outputTokens,
+    // ignore_eos: one token past max_tokens, so the answer is cut there, on its length, as vLLM's is.
+    length: g.ignoreEos ? { min: g.maxTokens + 1, max: g.maxTokens + 1 } : cfg.outputTokens,
     tool: g.tool,
     eosId: g.kind === 'completion' ? SPECIAL.eos : SPECIAL.endOfTurn,
   });

@@ -41,6 +41,8 @@ export const KNOB_OPTIONS: ParseArgsConfig['options'] = {
   'no-prompt-tokens-details': { type: 'boolean' },
   'no-prefix-caching': { type: 'boolean' },
   'no-responses-store': { type: 'boolean' },
+  'async-scheduling': { type: 'boolean' },
+  'roofline': { type: 'boolean' },
   'fault': { type: 'string', multiple: true },
 };
 
@@ -69,6 +71,8 @@ export function knobsFromArgs(values: Record<string, unknown>): SimReplicaOption
   if (values['no-prompt-tokens-details']) opts.enablePromptTokensDetails = false;
   if (values['no-prefix-caching']) opts.enablePrefixCaching = false;
   if (values['no-responses-store']) opts.enableResponsesStore = false;
+  if (values['async-scheduling']) opts.asyncScheduling = true;
+  if (values.roofline) opts.roofline = true;
   for (const f of (values.fault as string[] | undefined) ?? []) opts.faults.push(parseFaultArg(f));
   return opts;
 }
@@ -85,6 +89,8 @@ export function knobHelp(): string {
     '  --no-prompt-tokens-details'.padEnd(32) + 'leave usage.prompt_tokens_details out',
     '  --no-prefix-caching'.padEnd(32) + 'disable the prefix cache',
     '  --no-responses-store'.padEnd(32) + 'no VLLM_ENABLE_RESPONSES_API_STORE: /v1/responses stores nothing',
+    '  --async-scheduling'.padEnd(32) + "vLLM's async scheduling: an arrival during a step waits for the next one too",
+    '  --roofline'.padEnd(32) + "a step's prefill work overlaps its fixed cost (max, not sum): lenient for small chunks",
     '  --fault KIND[:k=v,...]'.padEnd(32) + 'fault at start, repeatable (e.g. slow:factor=3)',
   );
   return lines.join('\n');

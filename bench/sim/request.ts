@@ -41,13 +41,15 @@ export interface GenRequest {
   responses?: ResponsesMeta;
   /** vLLM's `priority` (lower first); 0 when not given. */
   priority?: number;
+  /** vLLM's `ignore_eos`: the answer runs to its max_tokens rather than its natural length. */
+  ignoreEos?: boolean;
 }
 
 type Body = Record<string, unknown>;
 
 export const isObj = (x: unknown): x is Body => !!x && typeof x === 'object' && !Array.isArray(x);
 
-export function common(body: Body, cfg: SimConfig): HttpError | { stream: boolean; includeUsage: boolean; cacheSalt?: string; priority: number } {
+export function common(body: Body, cfg: SimConfig): HttpError | { stream: boolean; includeUsage: boolean; cacheSalt?: string; priority: number; ignoreEos: boolean } {
   if (body.model !== undefined && body.model !== null && body.model !== cfg.model) {
     return errors.unknownModel(String(body.model), cfg.model);
   }
@@ -62,9 +64,10 @@ export function common(body: Body, cfg: SimConfig): HttpError | { stream: boolea
   if (typeof p !== 'number' || !Number.isInteger(p)) return errors.invalid('priority', 'Input should be a valid integer', 'int_type', p);
   // vLLM's processor: a priority under fcfs scheduling is an error, not ignored.
   if (p !== 0 && cfg.schedulingPolicy !== 'priority') return errors.badRequest(`Got priority ${p} but Priority scheduling is not enabled.`, 'priority');
+  if (body.ignore_eos !== undefined && body.ignore_eos !== null && typeof body.ignore_eos !== 'boolean') return errors.invalid('ignore_eos', 'Input should be a valid boolean');
   const so = body.stream_options;
   const includeUsage = isObj(so) ? so.include_usage !== false && so.include_usage !== null : false;
-  return { stream: body.stream === true, includeUsage, cacheSalt: (body.cache_salt as string | undefined) ?? undefined, priority: p };
+  return { stream: body.stream === true, includeUsage, cacheSalt: (body.cache_salt as string | undefined) ?? undefined, priority: p, ignoreEos: body.ignore_eos === true };
 }
 
 export function maxTokensField(body: Body, field: string): HttpError | number | undefined {

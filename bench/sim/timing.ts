@@ -17,12 +17,16 @@ export function frontendMs(k: TimingKnobs, promptTokens: number): number {
 
 /** Wall time of one engine step: a memory-bound floor plus decode and prefill work. */
 export function stepMs(k: TimingKnobs, items: readonly StepItem[]): number {
-  let ms = k.stepBaseMs;
+  let linear = 0;
+  let ms = 0;
   for (const it of items) {
     if (it.decode) ms += k.decodeMsPerSeq + k.decodeMsPerCtxToken * it.ctx;
-    else ms += k.prefillMsPerToken * it.n + k.attnMsPerTokenPair * it.n * (it.ctx + it.n);
+    else {
+      linear += k.prefillMsPerToken * it.n;
+      ms += k.attnMsPerTokenPair * it.n * (it.ctx + it.n);
+    }
   }
-  return ms;
+  return ms + (k.roofline === true ? Math.max(k.stepBaseMs, linear) : k.stepBaseMs + linear);
 }
 
 /** Single-request TTFT predicted by the model (no queueing, prompt fits one step). */

@@ -77,7 +77,7 @@ async function main(): Promise<number> {
     options: {
       replicas: s, sessions: s, turns: s, groups: s, 'system-tokens': s, 'user-tokens': s, 'output-tokens': s, 'kv-blocks': s,
       'tool-turns': s, keyless: s, 'body-key': s, 'think-ms': s, 'start-spread-ms': s, strategies: s,
-      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, api: s, agent: s, gateways: s, 'no-warmup': { type: 'boolean' }, 'start-ramp': { type: 'boolean' }, preset: s, 'batch-share': s, 'batch-prompt-tokens': s, 'batch-output-tokens': s, 'slots-per-replica': s, 'batch-prefill': s, 'long-prefill': s, fleet: s, help: { type: 'boolean', short: 'h' },
+      'max-duration-s': s, 'request-timeout-s': s, 'budget-ms': s, seed: s, out: s, api: s, agent: s, gateways: s, 'no-warmup': { type: 'boolean' }, 'start-ramp': { type: 'boolean' }, preset: s, 'batch-share': s, 'batch-prompt-tokens': s, 'batch-output-tokens': s, 'batch-ignore-eos': { type: 'boolean' }, 'slots-per-replica': s, 'batch-prefill': s, 'long-prefill': s, fleet: s, help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   });

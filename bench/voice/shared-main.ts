@@ -25,7 +25,9 @@ function num(v: string | boolean | undefined, def: number, name: string, min: nu
 export const SHARED_USAGE = `  --batch-share F          shared fleet: batch workers are this share of the clients (0 < F ≤ 0.9); runs no batch,
                            batch with priority off and batch with priority on (x-priority: batch), then the verdict
   --batch-prompt-tokens A-B  batch job prompt tokens (${SHARED_DEFAULTS.batchPromptTokens.join('-')})
-  --batch-output-tokens A-B  batch job answer tokens (${SHARED_DEFAULTS.batchOutputTokens.join('-')})
+  --batch-output-tokens A-B  batch job max_tokens (${SHARED_DEFAULTS.batchOutputTokens.join('-')})
+  --batch-ignore-eos       batch jobs sent with ignore_eos: each answer runs to its max_tokens (without it the
+                           simulator ends them at its natural length, the voice --output-tokens range)
   --slots-per-replica N    shared fleet: the gateway's limits.maxInflightPerReplica (${SHARED_DEFAULTS.slotsPerReplica}; a quarter reserved for voice)
   --batch-prefill K[,K...] shared fleet: limits.batchPrefillPerReplica with priority on, one run each, 0 unbounded (${SHARED_DEFAULTS.batchPrefill.join(',')});
                            the first is the verdict's
@@ -49,6 +51,7 @@ export async function sharedMain(a: Flags): Promise<number> {
     batchShare: num(a['batch-share'], d.batchShare, 'batch-share', 0.01, 0.9),
     batchPromptTokens: range(a['batch-prompt-tokens'], d.batchPromptTokens, 'batch-prompt-tokens'),
     batchOutputTokens: range(a['batch-output-tokens'], d.batchOutputTokens, 'batch-output-tokens'),
+    batchIgnoreEos: a['batch-ignore-eos'] === true,
     systemTokens: range(a['system-tokens'], d.systemTokens, 'system-tokens'),
     userTokens: range(a['user-tokens'], d.userTokens, 'user-tokens'),
     outputTokens: range(a['output-tokens'], d.outputTokens, 'output-tokens'),

@@ -23,6 +23,11 @@ export interface SharedOptions {
   batchShare: number;
   batchPromptTokens: [number, number];
   batchOutputTokens: [number, number];
+  /**
+   * Batch requests sent with vLLM's `ignore_eos`, so each answer is its drawn length. Without it
+   * the simulator ends an answer at its natural length (its --output-tokens, the voice range).
+   */
+  batchIgnoreEos: boolean;
   systemTokens: [number, number];
   userTokens: [number, number];
   outputTokens: [number, number];
@@ -45,7 +50,7 @@ export interface SharedOptions {
 }
 
 export const SHARED_DEFAULTS: SharedOptions = {
-  replicas: 2, sessions: 16, turns: 6, batchShare: 0.5, batchPromptTokens: [3000, 6000], batchOutputTokens: [100, 300],
+  replicas: 2, sessions: 16, turns: 6, batchShare: 0.5, batchPromptTokens: [3000, 6000], batchOutputTokens: [100, 300], batchIgnoreEos: false,
   systemTokens: [1000, 1500], userTokens: [20, 60], outputTokens: [30, 80], thinkMs: [300, 800], budgetMs: 300,
   slotsPerReplica: 12, batchPrefill: [1], longPrefill: 0, fleet: 'sim', agents: 4, warmup: true, maxDurationS: 120, seed: 1,
 };
@@ -69,20 +74,20 @@ export interface SharedRun {
   configMismatch: string[];
 }
 
-function rng(seed: number) {
+export function rng(seed: number) {
   let s = seed >>> 0 || 1;
   return () => {
     s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
     return s / 0x100000000;
   };
 }
-const pick = (r: () => number, [a, b]: readonly [number, number]) => a + Math.floor(r() * (b - a + 1));
+export const pick = (r: () => number, [a, b]: readonly [number, number]) => a + Math.floor(r() * (b - a + 1));
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
 
-const textOf = (tokens: number, nonce: string) => String(messagesOfTokens(tokens, nonce)[0].content);
+export const textOf = (tokens: number, nonce: string) => String(messagesOfTokens(tokens, nonce)[0].content);
 
 /** Agent a's system prompt: its length drawn once per agent, its text the agent's own. */
-function systemPrompts(o: SharedOptions): string[] {
+export function systemPrompts(o: SharedOptions): string[] {
   const r = rng(o.seed * 7919 + 1);
   return Array.from({ length: o.agents }, (_, a) => textOf(pick(r, o.systemTokens), `agent ${a}.`));
 }
@@ -145,7 +150,7 @@ async function oneRun(urls: string[], model: string | null, mode: SharedMode, ba
     const workers = mode === 'no batch' ? 0 : Math.round((o.sessions * o.batchShare) / (1 - o.batchShare));
     const batch = Array.from({ length: workers }, async (_, w) => {
       for (let j = 0; !voiceDone && performance.now() < deadline; j++) {
-        const body = { ...named, messages: messagesOfTokens(pick(r, o.batchPromptTokens), `job ${w}.${j}.`), max_tokens: pick(r, o.batchOutputTokens) };
+        const body = { ...named, messages: messagesOfTokens(pick(r, o.batchPromptTokens), `job ${w}.${j}.`), max_tokens: pick(r, o.batchOutputTokens), ...(o.batchIgnoreEos ? { ignore_eos: true } : {}) };
         const res = await streamRequest(gw.url, '/v1/chat/completions', { stream: true, ...body }, agent, on ? { 'x-priority': 'batch' } : {}).catch(() => null);
         if (res !== null && res.status === 200 && res.done) batchJobs++;
         else {

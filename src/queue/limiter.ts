@@ -78,6 +78,11 @@ export interface LimiterOptions {
    * default) turns the gate off.
    */
   batchPrefill?: number;
+  /**
+   * With batchPrefill on: no batch request is admitted while an interactive holder awaits its
+   * first token (true, the default); false leaves only the bound of `batchPrefill`.
+   */
+  holdForInteractive?: boolean;
   /** A batch request waits with slots free, for the prefill gate alone (a metric). */
   onPrefillWait?: () => void;
 }
@@ -106,7 +111,8 @@ export function createLimiter(initial: LimiterOptions): Limiter {
   // caller's turn awaits its first token none is let in, and only so many at once otherwise.
   const gateOpen = (p: QueuePlace, prefill: Prefill) => {
     const k = opts.batchPrefill ?? 0;
-    return !p.batch || k === 0 || (prefilling.interactive === 0 && (prefill === null || prefilling.batch < k));
+    const held = opts.holdForInteractive !== false && prefilling.interactive > 0;
+    return !p.batch || k === 0 || (!held && (prefill === null || prefilling.batch < k));
   };
   const slotFree = (p: QueuePlace) => opts.max === 0 || open < opts.max - (p.batch ? reserved() : 0);
   const fits = (p: QueuePlace, prefill: Prefill) => slotFree(p) && gateOpen(p, prefill);

@@ -37,6 +37,16 @@ describe('the prefill gate (queue/limiter.ts)', () => {
     assert.equal(l.acquire(BATCH, 'batch'), null);
   });
 
+  it('holdForInteractive false keeps the bound of K but not the hold for a caller\'s first token', async () => {
+    const l = createLimiter({ max: 0, maxQueued: 8, timeoutMs: 5_000, what: 'test', batchPrefill: 1, holdForInteractive: false });
+    assert.equal(l.acquire(VOICE, 'interactive'), null);
+    assert.equal(l.acquire(BATCH, 'batch'), null, 'a caller awaits its first token, and batch goes in all the same');
+    const b2 = l.acquire(BATCH, 'batch')!;
+    assert.equal(await settled(b2), false, 'still one batch prefill at once');
+    l.prefilled('batch');
+    assert.equal(await settled(b2), true);
+  });
+
   it('is off at 0: batch goes in beside a caller\'s prefill', () => {
     const l = createLimiter({ max: 0, maxQueued: 8, timeoutMs: 5_000, what: 'test' });
     assert.equal(l.acquire(VOICE, 'interactive'), null);
