@@ -2,6 +2,23 @@ import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.js';
 import { redisTarget } from './redis-connect.js';
+import { EXPIRE_DRAIN } from './redis-scripts.js';
+
+type DrainConn = (Redis | Cluster) & { wrExpireDrain(key: string, name: string, seen: string): Promise<number> };
+
+/** Gives a connection the conditional delete of a drain entry (EXPIRE_DRAIN). */
+export function withExpireDrain(conn: Redis | Cluster): DrainConn {
+  conn.defineCommand('wrExpireDrain', { numberOfKeys: 1, lua: EXPIRE_DRAIN });
+  return conn as DrainConn;
+}
+
+/**
+ * Deletes the drain entry of `name` in the hash `key` if it still holds `seen` (the time this
+ * gateway read): true when deleted, false when another gateway rewrote it since.
+ */
+export async function expireDrainEntry(conn: DrainConn, key: string, name: string, seen: string): Promise<boolean> {
+  return (await conn.wrExpireDrain(key, name, seen)) === 1;
+}
 
 /** How often each gateway reads the shared drain state: a drain reaches every gateway within it (plus a round trip). */
 export const DRAIN_POLL_MS = 500;
@@ -43,8 +60,9 @@ export function createSharedDrains(opts: {
   const { metrics, log } = opts;
   const ttl = opts.entryTtlMs ?? DRAIN_ENTRY_TTL_MS;
   const key = `${opts.keyPrefix}drains`;
-  const conn: Redis | Cluster = redisTarget(opts.url).connect({ enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2_000, commandTimeout: 2_000, retryStrategy: (n) => Math.min(50 * 2 ** Math.min(n, 10), 2_000) });
+  const conn = redisTarget(opts.url).connect({ enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2_000, commandTimeout: 2_000, retryStrategy: (n) => Math.min(50 * 2 ** Math.min(n, 10), 2_000) });
   conn.on('error', () => {}); // counted where a command fails, below
+  const drains = withExpireDrain(conn);
   const pending = new Map<string, boolean>();
   /** Replicas drained here because the hash says so (or by this gateway's own admin call). */
   let applied = new Set<string>();
@@ -78,8 +96,8 @@ export function createSharedDrains(opts: {
         const here = opts.draining(name);
         const age = t - Number(at);
         if (here === null && !(age <= ttl)) {
-          await conn.hdel(key, name);
-          continue;
+          if (await expireDrainEntry(drains, key, name, at)) continue;
+          // Refreshed since the read by a gateway that has the replica: still drained.
         }
         if (here !== null && !(age <= ttl / 4)) await conn.hset(key, name, `${t}`);
         now.add(name);

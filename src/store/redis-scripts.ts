@@ -55,6 +55,19 @@ end
 return cur
 `;
 
+/**
+ * Deletes a shared drain entry (KEYS[1] the hash; ARGV field, the time read) only if no gateway
+ * has rewritten it since it was read: a plain HDEL after HGETALL could delete the entry another
+ * gateway, one that has the replica, refreshed in between, and every gateway would undrain it.
+ * 1 deleted, 0 kept.
+ */
+export const EXPIRE_DRAIN = `
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  return redis.call('HDEL', KEYS[1], ARGV[1])
+end
+return 0
+`;
+
 /** Which of two pins of a session wins: the newer move, and the greater replica name on a tie (as PLACE). */
 export function newerPin(a: { since: number; replica: string }, b: { since: number; replica: string }): boolean {
   return a.since > b.since || (a.since === b.since && a.replica > b.replica);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import pino from 'pino';
-import { createSharedDrains, type SharedDrains } from '../../src/store/redis-drains.js';
+import { createSharedDrains, expireDrainEntry, withExpireDrain, type SharedDrains } from '../../src/store/redis-drains.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
 import { startRedis, waitFor, type RedisChild } from './redis-server.js';
 
@@ -58,6 +58,23 @@ describe('shared drain entries', () => {
       await waitFor('the entry of a replica nobody has deleted', async () => !('gone' in (await conn.hgetall('ttl:drains'))), 3_000);
       assert.ok('kept' in (await conn.hgetall('ttl:drains')), 'refreshed by the gateway that has it');
       assert.equal(a.get('kept'), true);
+    } finally {
+      conn.disconnect();
+    }
+  });
+
+  it('an entry refreshed after a gateway read it stale is not deleted by that gateway (no undrain by a race)', async () => {
+    const conn = withExpireDrain(new Redis(redis.url));
+    try {
+      const stale = `${Date.now() - 3_600_000}`;
+      await conn.hset('race:drains', 'r1', stale);
+      // Another gateway, one that has r1, rewrites its time between this gateway's read and delete.
+      await conn.hset('race:drains', 'r1', `${Date.now()}`);
+      assert.equal(await expireDrainEntry(conn, 'race:drains', 'r1', stale), false);
+      assert.ok('r1' in (await conn.hgetall('race:drains')), 'the refreshed entry stays: every gateway keeps r1 drained');
+      const fresh = await conn.hget('race:drains', 'r1');
+      assert.equal(await expireDrainEntry(conn, 'race:drains', 'r1', fresh!), true);
+      assert.ok(!('r1' in (await conn.hgetall('race:drains'))), 'unchanged since the read: deleted');
     } finally {
       conn.disconnect();
     }
