@@ -144,7 +144,18 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics, shared?: TurnC
     return { id, next: 0, current: null, lastActivity: now, history: [], remote: null, remoteCalls: 0 };
   }
 
-  if (shared !== undefined) listenToOtherGateways({ shared, enabled: () => o.enabled, sessions, active, newSession, finish, touch });
+  /** The session a response belongs to, for the call that names it as `previous_response_id`. */
+  function rememberResponse(responseId: string, session: string) {
+    responses.delete(responseId);
+    responses.set(responseId, session);
+    if (responses.size > o.maxSessions) responses.delete(responses.keys().next().value as string);
+  }
+
+  if (shared !== undefined) {
+    listenToOtherGateways({ shared, enabled: () => o.enabled, sessions, active, newSession, finish, touch });
+    // The next call of a keyless Responses chain may come to any gateway: each hears whose it is.
+    shared.onResponded((r) => { if (o.enabled) rememberResponse(r.response, r.session); });
+  }
 
   const timer = setInterval(() => sweep(), 250);
   timer.unref();
@@ -239,6 +250,10 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics, shared?: TurnC
       if (owner !== null) {
         shared?.called({ session: s.id, index: foreign?.index ?? (t as Turn).index, owner, received: toWall(clock.received), sent: toWall(clock.sent), firstToken: toWall(clock.firstToken), ended: toWall(clock.ended || nowMs()) });
       }
+      if (responseId) {
+        rememberResponse(responseId, s.id);
+        shared?.responded({ response: responseId, session: s.id });
+      }
       if (t === null) return { turn: (foreign as TurnOpened).index, call };
       const c = t.calls[call];
       if (c !== undefined) {
@@ -247,11 +262,6 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics, shared?: TurnC
         c.ended = clock.ended || nowMs();
       }
       t.open--;
-      if (responseId) {
-        responses.delete(responseId);
-        responses.set(responseId, s.id);
-        if (responses.size > o.maxSessions) responses.delete(responses.keys().next().value as string);
-      }
       const now = c?.ended ?? nowMs();
       if (!t.done) {
         if (t.closing !== null && t.open === 0) finish(s, t, t.closing, now);

@@ -1,4 +1,4 @@
-import type { SessionTurn, TurnCall, TurnChannel, TurnOpened } from './types.js';
+import type { SessionTurn, TurnCall, TurnChannel, TurnOpened, TurnResponse } from './types.js';
 
 export interface ActivityOptions {
   /** Sends one message on the activity channel; rejects when Redis cannot take it. */
@@ -24,7 +24,7 @@ export interface SessionActivity {
   /** A message off the activity channel: other gateways' turns, for the listeners. */
   receive(message: string): void;
   onTurn(listener: (turn: SessionTurn) => void): void;
-  /** Caller turns (record/turns.ts) on the same channel: an opened turn and a served call, each sent at once. */
+  /** Caller turns (record/turns.ts) on the same channel: an opened turn, a served call and a relayed response's session, each sent at once. */
   readonly turns: TurnChannel;
   close(): void;
 }
@@ -47,19 +47,29 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
   const listeners: ((turn: SessionTurn) => void)[] = [];
   const openedListeners: ((turn: TurnOpened) => void)[] = [];
   const calledListeners: ((call: TurnCall) => void)[] = [];
+  const respondedListeners: ((response: TurnResponse) => void)[] = [];
   const send = (m: string) => {
     if (!closed) o.publish(m).then(() => {}, (e: unknown) => o.failed(e));
   };
   const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
   const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : NaN);
 
-  /** `o|<instance>|[session, index, utterance, anchor, anchorIndex]`, `c|<instance>|[session, index, owner, received, sent, firstToken, ended]`. */
+  /**
+   * `o|<instance>|[session, index, utterance, anchor, anchorIndex]`, `c|<instance>|[session, index, owner, received, sent, firstToken, ended]`,
+   * `r|<instance>|[response, session]`.
+   */
   function receiveTurns(kind: string, from: string, body: string) {
     let w: unknown;
     try {
       w = JSON.parse(body);
     } catch {
       return o.malformed();
+    }
+    if (kind === 'r') {
+      if (!Array.isArray(w) || w.length !== 2 || typeof w[0] !== 'string' || typeof w[1] !== 'string') return o.malformed();
+      const response: TurnResponse = { response: w[0], session: w[1] };
+      for (const l of respondedListeners) l(response);
+      return;
     }
     if (!Array.isArray(w) || typeof w[0] !== 'string' || !Number.isInteger(w[1])) return o.malformed();
     if (kind === 'o' && w.length === 5) {
@@ -104,7 +114,7 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
       if (message[1] !== '|' || bar < 0) return o.malformed();
       const from = message.slice(2, bar);
       if (from === o.instance) return;
-      if (message[0] === 'o' || message[0] === 'c') return receiveTurns(message[0], from, message.slice(bar + 1));
+      if (message[0] === 'o' || message[0] === 'c' || message[0] === 'r') return receiveTurns(message[0], from, message.slice(bar + 1));
       if (message[0] !== 't') return o.malformed();
       let wire: unknown;
       try {
@@ -135,6 +145,8 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
       called: (c) => send(`c|${o.instance}|${JSON.stringify([c.session, c.index, c.owner, c.received, c.sent, c.firstToken, c.ended])}`),
       onOpened: (l) => { openedListeners.push(l); },
       onCalled: (l) => { calledListeners.push(l); },
+      responded: (r) => send(`r|${o.instance}|${JSON.stringify([r.response, r.session])}`),
+      onResponded: (l) => { respondedListeners.push(l); },
     },
     close() {
       closed = true;

@@ -56,6 +56,12 @@ export interface TurnCall {
   readonly ended: number;
 }
 
+/** A Responses API response a gateway relayed whole, and the caller session it belongs to. */
+export interface TurnResponse {
+  readonly response: string;
+  readonly session: string;
+}
+
 /** Caller turns shared between gateways: each turn is counted by the gateway that opened it. */
 export interface TurnChannel {
   /** This gateway's id, as `owner` names it. */
@@ -66,6 +72,10 @@ export interface TurnChannel {
   onOpened(listener: (turn: TurnOpened) => void): void;
   /** Calls other gateways served of turns this one owns. */
   onCalled(listener: (call: TurnCall) => void): void;
+  /** A response id's session, for the gateway that gets the call naming it as `previous_response_id`. */
+  responded(response: TurnResponse): void;
+  /** Responses other gateways relayed. */
+  onResponded(listener: (response: TurnResponse) => void): void;
 }
 
 export interface Fetched {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { startFleet, type SimFleet } from '../../bench/sim/index.js';
 import { DEFAULT_MODEL } from '../../bench/sim/config.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { accessLines, startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 import { FAST } from '../sim/helpers.js';
 import { startRedis, type RedisChild } from './redis-server.js';
@@ -30,6 +30,18 @@ async function turnsClosed(g: TestGateway, series = 'warmroute_turns_total{'): P
 }
 /** Calls in the turns closed so far, both gateways (warmroute_turn_calls' sum). */
 const callsCounted = async (a: TestGateway, b: TestGateway) => (await turnsClosed(a, 'warmroute_turn_calls_sum')) + (await turnsClosed(b, 'warmroute_turn_calls_sum'));
+
+/** One streamed, stored Responses API call, keyless: the id of the response relayed. */
+async function respond(g: TestGateway, body: Record<string, unknown>): Promise<string> {
+  const res = await fetch(`${g.url}/v1/responses`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: DEFAULT_MODEL, stream: true, store: true, max_output_tokens: 4, ...body }),
+  });
+  assert.equal(res.status, 200);
+  const id = /"id":"(resp_[^"]+)"/.exec(await res.text())?.[1];
+  assert.ok(id, 'a response id');
+  return id;
+}
 
 const view = async (g: TestGateway, key: string): Promise<any> => (await fetch(`${g.adminUrl}/admin/sessions/${encodeURIComponent(key)}`)).json();
 
@@ -84,4 +96,24 @@ describe('caller turns across two gateways on one Redis', () => {
       }
     });
   }
+
+  it('a keyless Responses API chain whose calls alternate between the gateways is one conversation: its turns and calls numbered as on one gateway', async () => {
+    const instructions = 'You are the keyless Responses API line of the harbour office, across two gateways.';
+    const mine = (g: TestGateway) => accessLines(g.logs).filter((l) => l.path === '/v1/responses' && typeof l.turn === 'number');
+    const [b1, b2] = [mine(g1).length, mine(g2).length];
+    // A call names the previous response: the gateway that relayed it tells the other whose it was (a pub/sub hop).
+    const hop = () => new Promise((r) => setTimeout(r, 50));
+    const r0 = await respond(g1, { instructions, input: 'When does the ferry leave' });
+    await hop();
+    const r1 = await respond(g2, { instructions, previous_response_id: r0, input: 'And on Sundays' });
+    await hop();
+    const r2 = await respond(g1, { instructions, previous_response_id: r1, input: [{ type: 'function_call_output', call_id: 'call_1', output: '{"sunday":"10:00"}' }] });
+    await hop();
+    await respond(g2, { instructions, previous_response_id: r2, input: 'Thank you' });
+    const l1 = (await waitForAccess(g1, () => mine(g1).length >= b1 + 2)).filter((l) => l.path === '/v1/responses' && typeof l.turn === 'number').slice(b1);
+    const l2 = (await waitForAccess(g2, () => mine(g2).length >= b2 + 2)).filter((l) => l.path === '/v1/responses' && typeof l.turn === 'number').slice(b2);
+    // On one gateway: [[0, 0], [1, 0], [1, 1], [2, 0]] (test/gateway/turns.test.ts).
+    assert.deepEqual(l1.map((l) => [l.turn, l.call]), [[0, 0], [1, 1]], 'g1: turn 0, then the function_call_output carries on g2\'s turn 1');
+    assert.deepEqual(l2.map((l) => [l.turn, l.call]), [[1, 0], [2, 0]], 'g2: turn 1 of the same conversation, then turn 2');
+  });
 });
