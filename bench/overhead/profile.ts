@@ -7,7 +7,7 @@
  * a library, a src/ folder or Node's core), and divided by the requests. Writes
  * <out>/profile.{json,md} (--heap: also the bytes allocated per request, by allocating function,
  * from V8's sampling heap profiler over the same window) and the .cpuprofile files (open them in Chrome's DevTools).
- *   tsx bench/overhead/profile.ts [--requests 3000] [--concurrency 1,50] [--out bench/out/profile] [--floor] [--heap [--survivors]] [-- gateway flags]
+ *   tsx bench/overhead/profile.ts [--requests 3000] [--concurrency 1,50] [--out bench/out/profile] [--floor] [--heap [--survivors]] [--chunk-gap-ms 0] [--interval-us 1000] [-- gateway flags]
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -30,6 +30,10 @@ const { values: args, positionals } = parseArgs({
     heap: { type: 'boolean', default: false },
     // With --heap: only the allocations that outlived the young generation (what scavenges copy and promote).
     survivors: { type: 'boolean', default: false },
+    // The upstream's chunks this many ms apart (see upstream.ts): each chunk its own read, as in front of a decode loop.
+    'chunk-gap-ms': { type: 'string', default: '0' },
+    // The profiler's sampling interval (Node's default is 1,000 µs): finer gives a part of ~10 µs per request enough samples to be read.
+    'interval-us': { type: 'string', default: '1000' },
   },
 });
 const N = Number(args.requests);
@@ -123,7 +127,8 @@ function attribute(p: CpuProfile, from: number, to: number): { parts: Map<string
   return { parts, busyUs, idleUs };
 }
 
-const upstream = await startUpstream();
+const gapMs = Number(args['chunk-gap-ms']);
+const upstream = await startUpstream({ chunkGapMs: gapMs });
 const results: { concurrency: number; requests: number; busyUsPerReq: number; parts: Record<string, number>; loopDelay: unknown; wallS: number; bytesPerReq: number; allocators: [string, number][] }[] = [];
 try {
   for (const c of args.concurrency.split(',').map(Number)) {
@@ -133,7 +138,7 @@ try {
     const delayFile = join(dir, 'loop-delay.json');
     const heapFile = join(dir, 'window.heapprofile');
     const [port, admin] = [await freePort(), await freePort()];
-    const profiled = ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--import', resolve('bench/overhead/loop-delay.mjs')];
+    const profiled = ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${Number(args['interval-us'])}`, '--import', resolve('bench/overhead/loop-delay.mjs')];
     const gw = await startChild(process.execPath, args.floor
       ? [...profiled, '--import', 'tsx', 'bench/overhead/raw-proxy.ts', '--port', String(port), '--upstream', upstream.url]
       : [...profiled, 'dist/cli.js', 'serve', '--upstream', upstream.url, '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), '--log-level', 'info', ...positionals],
@@ -165,7 +170,7 @@ const names = [...new Set(results.flatMap((r) => Object.keys(r.parts)))];
 const lines = [
   `# Where the gateway's CPU per request goes (${new Date().toISOString()})`,
   '',
-  `Main-thread CPU profile (node --cpu-prof) of ${args.floor ? "the node:http + undici floor (raw-proxy.ts)" : "dist/cli.js"}, ${N} streamed requests per concurrency after a warm-up, the overhead bench's upstream and 8 KiB body, --log-level info. µs per request by the innermost frame that names a part.`,
+  `Main-thread CPU profile (node --cpu-prof) of ${args.floor ? "the node:http + undici floor (raw-proxy.ts)" : "dist/cli.js"}, ${N} streamed requests per concurrency after a warm-up, the overhead bench's upstream (chunks ${gapMs > 0 ? `${gapMs} ms apart` : 'one per tick'}) and 8 KiB body, --log-level info. µs per request by the innermost frame that names a part.`,
   '',
   `| part | ${results.map((r) => `c=${r.concurrency} µs/req`).join(' | ')} |`,
   `|---|${results.map(() => '---:').join('|')}|`,
