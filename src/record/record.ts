@@ -10,7 +10,7 @@ import type { SessionTagger } from '../telemetry/session-tag.js';
 import { throttle } from '../telemetry/throttle.js';
 import type { RequestTrace } from '../telemetry/tracing/request-trace.js';
 import type { FirstToken } from '../stream/tap.js';
-import type { TurnPlace, Turns } from './turns.js';
+import type { TurnCall, TurnPlace, Turns } from './turns.js';
 import type { ToolCallEnd } from '../stream/tool-calls.js';
 import type { PriorityClass } from '../queue/priority.js';
 import type { Ending } from '../upstream/forward.js';
@@ -139,13 +139,14 @@ export interface Recorder {
   readonly sessionTag: SessionTagger;
   /** A session's prompt stopped extending its previous turn: counted, and one warn line (no text). */
   drift(identity: RequestIdentity, drift: Drift): void;
-  /** A request routed: its place in its session's caller turn (record/turns.ts). */
-  arrived(identity: RequestIdentity, clock: HopClock): void;
+  /** A request routed: its call in its session's caller turn (record/turns.ts), handed back to `record`; null: none. */
+  arrived(identity: RequestIdentity, clock: HopClock): TurnCall | null;
   /**
    * `key`: the client API key's name, when keys are configured; `trace`: its spans (tracing on), ended here;
-   * `priority`: the request's class (queue/priority.ts), null when refused before its body was read.
+   * `priority`: the request's class (queue/priority.ts), null when refused before its body was read;
+   * `turn`: what `arrived` returned.
    */
-  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null; trace?: RequestTrace | null; priority?: PriorityClass | null }): void;
+  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null; trace?: RequestTrace | null; priority?: PriorityClass | null; turn?: TurnCall | null }): void;
 }
 
 /**
@@ -187,15 +188,15 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   const driftWarning = throttle(60_000);
   return {
     sessionTag,
-    arrived(identity, clock) { turns?.arrived(identity, clock); },
+    arrived: (identity, clock) => turns?.arrived(identity, clock) ?? null,
     drift(identity, d) {
       driftBy(d.where).inc();
       const suppressed = driftWarning();
       if (suppressed === null) return;
       log.warn({ session: sessionTag(identity.sessionKey ?? identity.placementKey), sessionSource: identity.sessionKeySource, where: d.where, message: d.message, suppressed }, 'prompt drift: this turn no longer extends the session\'s previous prompt, so its cache is lost from there');
     },
-    record({ method, path, identity, clock, ended: e, key = null, trace = null, priority = null }) {
-      const place = turns?.ended(clock, e.responseId ?? null) ?? null;
+    record({ method, path, identity, clock, ended: e, key = null, trace = null, priority = null, turn = null }) {
+      const place = turn === null ? null : turns?.ended(turn, clock, e.responseId ?? null) ?? null;
       const hops = hopsOf(clock);
       for (let i = 0; i < HOPS.length; i++) {
         const v = hops[HOPS[i]];
