@@ -122,6 +122,8 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   const shutdownRetryAfter = ['retry-after', '1'];
   const clientGone = (replica: string | null) => metrics.clientAborts.inc({ replica: replica ?? 'none' });
   const toolGuard = createToolGuard({ metrics, log });
+  /** The caller a tool-call warning names: its API key, else its session's tag. */
+  const callerOf = (x: InFlight) => x.key ?? recorder.sessionTag(x.identity!.sessionKey ?? x.identity!.placementKey) ?? 'anonymous';
 
   /**
    * Called by the owner's end, from undici's handler or the response's 'close'; the recording runs
@@ -281,7 +283,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             // Kept for mid-stream resume only (opt-in): a streamed chat completion.
             if (config.resume.enabled && json === 'chat' && streamed) resumable = parsed;
             if (config.logging.logPrompts) log.debug({ session: recorder.sessionTag(x.identity.sessionKey), body: parsed }, 'request body');
-            if (json === 'chat') x.tools = toolGuard.prepare(parsed, config.tools.minMaxTokens, () => x.key ?? recorder.sessionTag(x.identity!.sessionKey ?? x.identity!.placementKey) ?? 'anonymous');
+            if (json === 'chat') x.tools = toolGuard.prepare(parsed, config.tools.minMaxTokens, callerOf, x);
             x.priority = priorityOf({ keyClass: x.keyClass, headers: req.headers, body: json === 'other' ? null : parsed, hasSession: x.identity.sessionKey !== null, arrivedAt: clock.received, options: config.priority });
             sent = bodyWithFields(parsed, body!, x.tools?.fields ?? null, x.priority.inject === null ? null : { priority: x.priority.inject });
           }
