@@ -8,7 +8,7 @@
  * time in the window (/proc/self/task), divided by the requests. Writes
  * <out>/profile.{json,md} (--heap: also the bytes allocated per request, by allocating function,
  * from V8's sampling heap profiler over the same window) and the .cpuprofile files (open them in Chrome's DevTools).
- *   tsx bench/overhead/profile.ts [--requests 3000] [--concurrency 1,50] [--out bench/out/profile] [--floor] [--heap [--survivors]] [--chunk-gap-ms 0] [--interval-us 1000] [--wall-gaps] [--gateway dist/cli.js] [-- gateway flags]
+ *   tsx bench/overhead/profile.ts [--requests 3000] [--concurrency 1,50] [--out bench/out/profile] [--floor] [--heap [--survivors]] [--chunk-gap-ms 0] [--interval-us 1000] [--wall-gaps] [--gateway dist/cli.js] [--reread] [-- gateway flags]
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -39,13 +39,15 @@ const { values: args, positionals } = parseArgs({
     'wall-gaps': { type: 'boolean', default: false },
     // Another build's entry point (e.g. the previous commit's, built in a scratch worktree).
     gateway: { type: 'string', default: 'dist/cli.js' },
+    // Attribute the profiles an earlier run left in --out again (same --concurrency and --requests), without running anything.
+    reread: { type: 'boolean', default: false },
   },
 });
 const N = Number(args.requests);
 const out = resolve(args.out);
 const body = benchBody(8);
 const gateway = args.gateway;
-if (!existsSync(gateway)) throw new Error(`${gateway} is missing: npm run build first`);
+if (!args.reread && !existsSync(gateway)) throw new Error(`${gateway} is missing: npm run build first`);
 
 interface Frame { functionName: string; url: string }
 interface ProfileNode { id: number; callFrame: Frame; children?: number[] }
@@ -84,7 +86,8 @@ function partOf(f: Frame): string | null {
     return `lib ${lib}`;
   }
   if (u.startsWith('node:')) return 'node core (http, net, streams)';
-  const src = /\/dist\/(.+)\.js$/.exec(u)?.[1];
+  // dist/, or a copy of another build (.tmp/dist-B/).
+  const src = /\/dist[^/]*\/(.+)\.js$/.exec(u)?.[1];
   if (src === undefined) return null;
   if (src === 'record/record') return 'record';
   if (src === 'record/turns') return 'record: turns';
@@ -138,31 +141,34 @@ function attribute(p: CpuProfile, from: number, to: number): { parts: Map<string
 }
 
 const gapMs = Number(args['chunk-gap-ms']);
-const upstream = await startUpstream({ chunkGapMs: gapMs });
+const upstream = args.reread ? null : await startUpstream({ chunkGapMs: gapMs });
 const results: { concurrency: number; requests: number; busyUsPerReq: number; cpuUsPerReq: number | null; parts: Record<string, number>; loopDelay: unknown; wallS: number; bytesPerReq: number; allocators: [string, number][] }[] = [];
 try {
   for (const c of args.concurrency.split(',').map(Number)) {
     const dir = join(out, `c${c}`);
-    rmSync(dir, { recursive: true, force: true });
-    mkdirSync(dir, { recursive: true });
     const delayFile = join(dir, 'loop-delay.json');
     const heapFile = join(dir, 'window.heapprofile');
-    const [port, admin] = [await freePort(), await freePort()];
-    const profiled = ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${Number(args['interval-us'])}`, '--import', resolve('bench/overhead/loop-delay.mjs')];
-    const gw = await startChild(process.execPath, args.floor
-      ? [...profiled, '--import', 'tsx', 'bench/overhead/raw-proxy.ts', '--port', String(port), '--upstream', upstream.url]
-      : [...profiled, gateway, 'serve', '--upstream', upstream.url, '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), '--log-level', 'info', ...positionals],
-    null, { group: true, env: { WARMROUTE_LOOP_DELAY_FILE: delayFile, ...(args.heap ? { WARMROUTE_HEAP_PROFILE_FILE: heapFile, WARMROUTE_HEAP_SURVIVORS: args.survivors ? '1' : '0' } : {}), WARMROUTE_EXIT_ON_TERM: args.floor ? "1" : "0" } });
-    await waitForPort(args.floor ? port : admin, 20_000);
-    const pool = new Pool(`http://127.0.0.1:${port}`, { connections: c });
-    await closedLoop(pool, body, c, Math.max(500, c * 20), 'warm');
-    gw.proc.kill('SIGUSR2');
-    const t0 = Date.now();
-    await closedLoop(pool, body, c, N, `p${c}`);
-    const wallS = (Date.now() - t0) / 1000;
-    gw.proc.kill('SIGUSR2');
-    await pool.close();
-    await gw.stop();
+    let wallS = NaN;
+    if (upstream !== null) {
+      rmSync(dir, { recursive: true, force: true });
+      mkdirSync(dir, { recursive: true });
+      const [port, admin] = [await freePort(), await freePort()];
+      const profiled = ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${Number(args['interval-us'])}`, '--import', resolve('bench/overhead/loop-delay.mjs')];
+      const gw = await startChild(process.execPath, args.floor
+        ? [...profiled, '--import', 'tsx', 'bench/overhead/raw-proxy.ts', '--port', String(port), '--upstream', upstream.url]
+        : [...profiled, gateway, 'serve', '--upstream', upstream.url, '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), '--log-level', 'info', ...positionals],
+      null, { group: true, env: { WARMROUTE_LOOP_DELAY_FILE: delayFile, ...(args.heap ? { WARMROUTE_HEAP_PROFILE_FILE: heapFile, WARMROUTE_HEAP_SURVIVORS: args.survivors ? '1' : '0' } : {}), WARMROUTE_EXIT_ON_TERM: args.floor ? "1" : "0" } });
+      await waitForPort(args.floor ? port : admin, 20_000);
+      const pool = new Pool(`http://127.0.0.1:${port}`, { connections: c });
+      await closedLoop(pool, body, c, Math.max(500, c * 20), 'warm');
+      gw.proc.kill('SIGUSR2');
+      const t0 = Date.now();
+      await closedLoop(pool, body, c, N, `p${c}`);
+      wallS = (Date.now() - t0) / 1000;
+      gw.proc.kill('SIGUSR2');
+      await pool.close();
+      await gw.stop();
+    }
     const { marks, cpuMarks, loopDelay } = JSON.parse(readFileSync(delayFile, 'utf8')) as { marks: number[]; cpuMarks?: (number | null)[]; loopDelay: unknown };
     const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))!;
     const prof = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
@@ -181,7 +187,7 @@ try {
     results.push({ concurrency: c, requests: N, busyUsPerReq: busyUs / N, cpuUsPerReq: cpuUs === null ? null : cpuUs / N, parts: Object.fromEntries([...parts].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, v / N])), loopDelay, wallS, bytesPerReq, allocators });
   }
 } finally {
-  await upstream.child?.stop();
+  await upstream?.child?.stop();
 }
 
 const names = [...new Set(results.flatMap((r) => Object.keys(r.parts)))];
