@@ -115,7 +115,8 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
 
   let draining = false;
   const isDraining = () => draining;
-  const open = new Set<Promise<unknown>>();
+  // Open exchanges, counted (not a promise each): the drain waits for the count to reach zero.
+  const open = { count: 0, idle: null as (() => void) | null };
 
   const keyring = createKeyring({ keys: config.auth.apiKeys, file: config.auth.apiKeysFile, log, metrics });
   const globalLimit = createLimiter(globalLimitOf(config));
@@ -133,9 +134,9 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     recorder: createRecorder({ metrics, log, router, sessionTag, turns }),
     identity: identityOptionsOf(config),
     draining: isDraining,
-    track(p: Promise<unknown>) {
-      open.add(p);
-      void p.finally(() => open.delete(p));
+    exchangeOpened() { open.count++; },
+    exchangeClosed() {
+      if (--open.count === 0 && open.idle !== null) open.idle();
     },
     served: fleet.served,
   };
@@ -211,17 +212,18 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       globalLimit.closeQueue(shuttingDown);
       admission.closeQueues(shuttingDown);
       fleet.stop();
-      log.info({ open: open.size, drainMs: pipeline.config.timeouts.drainMs }, 'draining: no new requests, waiting for open streams');
+      log.info({ open: open.count, drainMs: pipeline.config.timeouts.drainMs }, 'draining: no new requests, waiting for open streams');
       const closed = new Promise<void>((r) => server.close(() => r()));
       server.closeIdleConnections();
-      const drained = Promise.allSettled([...open]);
+      const drained = open.count === 0 ? Promise.resolve() : new Promise<void>((r) => { open.idle = r; });
       let timer: NodeJS.Timeout | undefined;
       const timedOut = await Promise.race([
         drained.then(() => false),
         new Promise<boolean>((r) => { timer = setTimeout(() => r(true), pipeline.config.timeouts.drainMs); }),
       ]);
       clearTimeout(timer);
-      if (timedOut) log.warn({ open: open.size }, 'drain timeout: closing the remaining streams');
+      open.idle = null;
+      if (timedOut) log.warn({ open: open.count }, 'drain timeout: closing the remaining streams');
       // Every exchange is over (or out of time): what is left are keep-alive connections that
       // went idle after close() began; they would otherwise hold the process for keepAliveTimeout.
       server.closeAllConnections();

@@ -7,9 +7,10 @@ import type { Registry } from '../fleet/registry.js';
 import { identify, identityWithoutBody, validateBody, type IdentityOptions, type RequestIdentity, type RequestKind } from '../identify/identity.js';
 import { Shed, type Limiter } from '../queue/limiter.js';
 import type { Ended, Recorder } from '../record/record.js';
+import type { TurnCall } from '../record/turns.js';
 import type { Decision, Router } from '../routing/types.js';
 import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
-import { createExchangeOwner, type ExchangeOwner } from '../upstream/exchange.js';
+import { createExchangeOwner, type ExchangeOwner, type ExchangeOwnerDeps } from '../upstream/exchange.js';
 import { forward, type ForwardDeps } from '../upstream/forward.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { RequestTrace } from '../telemetry/tracing/request-trace.js';
@@ -37,8 +38,9 @@ export interface PipelineDeps extends ForwardDeps {
   readonly metrics: Metrics;
   /** OpenTelemetry traces; absent or null when off (then no span object is made). */
   readonly tracing?: Tracing | null;
-  /** Tracks open exchanges (from their first byte to their end) so a drain can wait for them. */
-  track(p: Promise<unknown>): void;
+  /** Counts open exchanges (from their first byte to their end) so a drain can wait for them: once each, then `exchangeClosed` once. */
+  exchangeOpened(): void;
+  exchangeClosed(): void;
   /**
    * Every exchange that reached its end, with the bytes received: fleet/ keeps keyed sessions' last
    * prompts (drain handoff) and counts shared prefixes (deploy warmup). Must be cheap.
@@ -63,27 +65,39 @@ function parseJson(body: Buffer): unknown {
   }
 }
 
-/** What the pipeline knows of one request until it is recorded; its slots are its owner's. */
-interface InFlight {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
-  readonly clock: HopClock;
-  readonly owner: ExchangeOwner<Ended>;
+/**
+ * What the pipeline knows of one request until it is recorded; its slots are its owner's. A class:
+ * every request's object has the one shape, and its owner gets it back in `report`.
+ */
+class InFlight {
   path: string;
   /** The client's API key's name, once checked (keys configured). */
-  key: string | null;
-  identity: RequestIdentity | null;
+  key: string | null = null;
+  identity: RequestIdentity | null = null;
   /** Set once forwarded: what fleet/ is told of the exchange when it ends. */
-  target: string | null;
-  body: Buffer | null;
-  /** Its spans, when tracing is on. */
-  readonly trace: RequestTrace | null;
+  target: string | null = null;
+  body: Buffer | null = null;
   /** A chat request: what the tool-call guard made of it. */
-  tools: ToolRequest | null;
+  tools: ToolRequest | null = null;
   /** Its priority class and place in the queues (queue/priority.ts), once the body is read. */
-  priority: Priority | null;
+  priority: Priority | null = null;
   /** The API key's configured class, once checked. */
-  keyClass: 'interactive' | 'batch' | null;
+  keyClass: 'interactive' | 'batch' | null = null;
+  /** Its call in its session's caller turn (record/turns.ts), once routed. */
+  turn: TurnCall | null = null;
+  readonly owner: ExchangeOwner<Ended>;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly clock: HopClock,
+    /** Its spans, when tracing is on. */
+    readonly trace: RequestTrace | null,
+    ownerDeps: ExchangeOwnerDeps<Ended, InFlight>,
+  ) {
+    this.path = req.url ?? '';
+    this.owner = createExchangeOwner(res, ownerDeps, this);
+  }
 }
 
 /** How an exchange the edge ended itself (never forwarded) is recorded. */
@@ -107,8 +121,9 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   const keyRetryAfter = ['retry-after', '1'];
   const shutdownRetryAfter = ['retry-after', '1'];
   const clientGone = (replica: string | null) => metrics.clientAborts.inc({ replica: replica ?? 'none' });
-  const aborted = () => ABORTED;
   const toolGuard = createToolGuard({ metrics, log });
+  /** The caller a tool-call warning names: its API key, else its session's tag. */
+  const callerOf = (x: InFlight) => x.key ?? recorder.sessionTag(x.identity!.sessionKey ?? x.identity!.placementKey) ?? 'anonymous';
 
   /**
    * Called by the owner's end, from undici's handler or the response's 'close'; the recording runs
@@ -132,7 +147,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
 
   function recordOne(x: InFlight, ended: Ended) {
     try {
-      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key, trace: x.trace, priority: x.priority?.cls ?? null });
+      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key, trace: x.trace, priority: x.priority?.cls ?? null, turn: x.turn });
       if (x.target !== null && x.identity !== null) deps.served?.(x.identity, x.target, x.body, ended);
     } catch (err) {
       log.error({ err, path: x.path }, 'internal error: recording an ended exchange failed');
@@ -163,7 +178,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     const decision = router.route({ identity, replicas: registry.views });
     x.clock.routed = nowMs();
     x.trace?.routed(decision.matchedTokens);
-    recorder.arrived(identity, x.clock);
+    x.turn = recorder.arrived(identity, x.clock);
     if (decision.drift) recorder.drift(identity, decision.drift);
     admit(x, () => forwardTo(x, target, body, decision, resumable, streamed));
   }
@@ -216,14 +231,15 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     x.keyClass = key.priority;
   }
 
+  // One for every exchange: each owner hands its own InFlight back to report.
+  const ownerDeps: ExchangeOwnerDeps<Ended, InFlight> = {
+    admission: deps.admission, global, report: (e, x) => report(x, e), aborted: () => ABORTED, clientGone, settled: () => deps.exchangeClosed(),
+  };
+
   return function handle(req, res) {
     const clock = startClock();
-    const x: InFlight = {
-      req, res, clock, path: req.url ?? '', key: null, identity: null, target: null, body: null, tools: null, priority: null, keyClass: null,
-      trace: deps.tracing?.begin(req.headers, req.method ?? 'GET', clock.received) ?? null,
-      owner: createExchangeOwner<Ended>(res, { admission: deps.admission, global, report: (e) => report(x, e), aborted, clientGone }),
-    };
-    deps.track(x.owner.done);
+    const x = new InFlight(req, res, clock, deps.tracing?.begin(req.headers, req.method ?? 'GET', clock.received) ?? null, ownerDeps);
+    deps.exchangeOpened();
     const config = deps.config;
     const bodyLimits = { maxBytes: config.limits.bodyBytes };
     try {
@@ -267,7 +283,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             // Kept for mid-stream resume only (opt-in): a streamed chat completion.
             if (config.resume.enabled && json === 'chat' && streamed) resumable = parsed;
             if (config.logging.logPrompts) log.debug({ session: recorder.sessionTag(x.identity.sessionKey), body: parsed }, 'request body');
-            if (json === 'chat') x.tools = toolGuard.prepare(parsed, config.tools.minMaxTokens, () => x.key ?? recorder.sessionTag(x.identity!.sessionKey ?? x.identity!.placementKey) ?? 'anonymous');
+            if (json === 'chat') x.tools = toolGuard.prepare(parsed, config.tools.minMaxTokens, callerOf, x);
             x.priority = priorityOf({ keyClass: x.keyClass, headers: req.headers, body: json === 'other' ? null : parsed, hasSession: x.identity.sessionKey !== null, arrivedAt: clock.received, options: config.priority });
             sent = bodyWithFields(parsed, body!, x.tools?.fields ?? null, x.priority.inject === null ? null : { priority: x.priority.inject });
           }

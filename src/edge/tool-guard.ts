@@ -15,15 +15,19 @@ export interface ToolRequest {
 export interface ToolGuard {
   /**
    * A chat request as parsed: raised when it offers tools and asks for fewer than `minTokens`
-   * tokens. `who` names the caller (API key name or session tag) for the once-per-caller warning.
+   * tokens. `who(ctx)` names the caller (API key name or session tag) for the once-per-caller
+   * warning, asked for only when a limit is raised (a function and its argument, not a closure
+   * made for every request).
    */
-  /** `who`: the caller's name for the once-per-caller warning, asked for only when a limit is raised. */
-  prepare(parsed: Record<string, unknown>, minTokens: number, who: () => string): ToolRequest;
+  prepare<C>(parsed: Record<string, unknown>, minTokens: number, who: (ctx: C) => string, ctx: C): ToolRequest;
 }
 
 const FIELDS = ['max_tokens', 'max_completion_tokens'] as const;
 /** Callers already warned about; past this many the set starts again (a bound, not an LRU). */
 const MAX_WARNED = 10_000;
+
+/** Most requests: no tools, nothing to change or check. */
+const NO_TOOLS: ToolRequest = Object.freeze({ watch: null, fields: null, adjusted: null });
 
 const offersTools = (parsed: Record<string, unknown>) => Array.isArray(parsed.tools) && parsed.tools.length > 0;
 /** tool_choice "required" or a named function: the answer must be a call. */
@@ -39,8 +43,8 @@ export function createToolGuard(deps: { metrics: Metrics; log: Logger }): ToolGu
   const warned = new Set<string>();
   const raisedBy = Object.fromEntries(FIELDS.map((f) => [f, deps.metrics.toolMaxTokensRaised.labels(f)])) as Record<(typeof FIELDS)[number], { inc(): void }>;
   return {
-    prepare(parsed, minTokens, who) {
-      if (!offersTools(parsed)) return { watch: null, fields: null, adjusted: null };
+    prepare(parsed, minTokens, who, ctx) {
+      if (!offersTools(parsed)) return NO_TOOLS;
       const watch: ToolWatchMode = forcesCall(parsed) ? 'forced' : 'offered';
       if (minTokens <= 0) return { watch, fields: null, adjusted: null };
       const low = FIELDS.filter((f) => typeof parsed[f] === 'number' && (parsed[f] as number) < minTokens);
@@ -52,7 +56,7 @@ export function createToolGuard(deps: { metrics: Metrics; log: Logger }): ToolGu
         raised[f] = minTokens;
         raisedBy[f].inc();
       }
-      const caller = who();
+      const caller = who(ctx);
       if (!warned.has(caller)) {
         if (warned.size >= MAX_WARNED) warned.clear();
         warned.add(caller);

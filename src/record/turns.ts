@@ -34,11 +34,14 @@ export interface TurnPlace {
   readonly call: number;
 }
 
+/** A request's call in a turn, from `arrived` to `ended` (held by the request, not in a map keyed by it). */
+export type TurnCall = Placed;
+
 export interface Turns {
-  /** A request routed: joins its session's open turn or starts the next one. */
-  arrived(identity: RequestIdentity, clock: HopClock): void;
-  /** A request ended: its call's times are taken from the clock. null: not part of any turn. */
-  ended(clock: HopClock, responseId: string | null): TurnPlace | null;
+  /** A request routed: joins its session's open turn or starts the next one; null: not part of any turn. */
+  arrived(identity: RequestIdentity, clock: HopClock): TurnCall | null;
+  /** The request of `call` ended: its times are taken from the clock. Once per call. */
+  ended(call: TurnCall, clock: HopClock, responseId: string | null): TurnPlace;
   /** A session's closed turns, oldest first, then the open one; null: unknown session. */
   lastTurns(key: string): { open: { index: number; calls: number } | null; turns: TurnSummary[] } | null;
   /** Forgets a session (DELETE /admin/sessions/{key}); an open turn is closed as evicted first. */
@@ -59,7 +62,6 @@ export interface Turns {
  */
 export function createTurns(opts: TurnsOptions, metrics: Metrics, shared?: TurnChannel): Turns {
   let o = opts;
-  const placed = new WeakMap<HopClock, Placed>();
   /** Every session followed, least recently active first (a Map keeps insertion order). */
   const sessions = new Map<string, Session>();
   /** Sessions with an open turn, least recently active first: the idle sweep reads from the front. */
@@ -178,9 +180,9 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics, shared?: TurnC
 
   return {
     arrived(identity, clock) {
-      if (!o.enabled) return;
+      if (!o.enabled) return null;
       const id = sessionIdOf(identity);
-      if (id === null) return;
+      if (id === null) return null;
       const now = clock.received;
       let s = sessions.get(id);
       let openedFrom: Session | undefined;
@@ -211,9 +213,9 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics, shared?: TurnC
       if (r !== null && (t === null || r.index > t.index)) {
         if (sameTurn(r, identity)) {
           // A call of the turn another gateway opened: it is counted there.
-          placed.set(clock, { session: s, turn: null, call: s.remoteCalls++, foreign: r });
+          const placed: Placed = { session: s, turn: null, call: s.remoteCalls++, foreign: r };
           touch(s, now);
-          return;
+          return placed;
         }
         s.remote = null;
       }
@@ -238,13 +240,11 @@ export function createTurns(opts: TurnsOptions, metrics: Metrics, shared?: TurnC
       const call = t.callCount++;
       if (t.calls.length < MAX_CALLS_KEPT) t.calls.push({ received: now, sent: 0, firstToken: 0, ended: 0 });
       t.open++;
-      placed.set(clock, { session: s, turn: t, call, foreign: null });
+      const placed: Placed = { session: s, turn: t, call, foreign: null };
       touch(s, now);
+      return placed;
     },
-    ended(clock, responseId) {
-      const p = placed.get(clock);
-      if (p === undefined) return null;
-      placed.delete(clock);
+    ended(p, clock, responseId) {
       const { session: s, turn: t, call, foreign } = p;
       const owner = foreign?.owner ?? t?.owner ?? null;
       if (owner !== null) {

@@ -42,15 +42,21 @@ export interface ExchangeOwner<E> {
   onClientGone(f: () => void): void;
   /** Releases everything held, then reports `ended` once; false when the exchange had already ended. */
   end(ended: E): boolean;
-  /** Settles when the exchange has ended (the drain waits on it). */
+  /** Settles once the exchange has ended and been reported (made when first read: the drain counts exchanges through `settled` instead). */
   readonly done: Promise<void>;
 }
 
-export interface ExchangeOwnerDeps<E> {
+/**
+ * Shared by every exchange of a pipeline (one object, not one per request); `ctx` is the
+ * exchange's own, handed back to `report`.
+ */
+export interface ExchangeOwnerDeps<E, C = void> {
   readonly admission: Admission;
   readonly global: Limiter;
   /** Once per exchange, after every slot was given back: the access line and the router's feedback. Should not throw; if it does, `done` still settles. */
-  readonly report: (ended: E) => void;
+  readonly report: (ended: E, ctx: C) => void;
+  /** Once per exchange, after `report` (even if it threw): the drain's count of open exchanges. */
+  readonly settled?: () => void;
   /** The client went before the exchange ended and no stage set its own handling: how it is reported. */
   readonly aborted: () => E;
   /** The client went before the exchange ended (the client-abort counter). */
@@ -61,7 +67,7 @@ export interface ExchangeOwnerDeps<E> {
  * One object per exchange, its methods on the prototype: a dozen closures per request (one per
  * method, and the state they shared) were ~1.8 KB of garbage each (docs/design-notes.md).
  */
-class Owner<E> implements ExchangeOwner<E> {
+class Owner<E, C> implements ExchangeOwner<E> {
   ended = false;
   private key: CountedSlot | null = null;
   private global = false;
@@ -71,11 +77,17 @@ class Owner<E> implements ExchangeOwner<E> {
   private cancelWait: (() => void) | null = null;
   private stallTimer: NodeJS.Timeout | null = null;
   private gone: (() => void) | null = null;
-  private resolveDone!: () => void;
-  readonly done = new Promise<void>((r) => { this.resolveDone = r; });
+  private reported = false;
+  private donePromise: Promise<void> | null = null;
+  private resolveDone: (() => void) | null = null;
 
-  constructor(readonly res: ServerResponse, private readonly deps: ExchangeOwnerDeps<E>) {
+  constructor(readonly res: ServerResponse, private readonly deps: ExchangeOwnerDeps<E, C>, private readonly ctx: C) {
     res.on('close', () => this.closed());
+  }
+
+  get done(): Promise<void> {
+    this.donePromise ??= this.reported ? Promise.resolve() : new Promise<void>((r) => { this.resolveDone = r; });
+    return this.donePromise;
   }
 
   holdKey(k: CountedSlot): void {
@@ -141,9 +153,11 @@ class Owner<E> implements ExchangeOwner<E> {
     // Every slot is back already; a report that throws must not also keep the drain waiting on
     // an exchange that is over.
     try {
-      this.deps.report(e);
+      this.deps.report(e, this.ctx);
     } finally {
-      this.resolveDone();
+      this.reported = true;
+      this.deps.settled?.();
+      this.resolveDone?.();
     }
     return true;
   }
@@ -158,6 +172,6 @@ class Owner<E> implements ExchangeOwner<E> {
   }
 }
 
-export function createExchangeOwner<E>(res: ServerResponse, deps: ExchangeOwnerDeps<E>): ExchangeOwner<E> {
-  return new Owner(res, deps);
+export function createExchangeOwner<E, C = void>(res: ServerResponse, deps: ExchangeOwnerDeps<E, C>, ctx: C): ExchangeOwner<E> {
+  return new Owner(res, deps, ctx);
 }

@@ -20,9 +20,9 @@ function identity(key: string | null, messages: Record<string, unknown>[]): Requ
 
 function oneCall(turns: ReturnType<typeof createTurns>, id: RequestIdentity, at: number, responseId: string | null = null) {
   const clock = startClock(at);
-  turns.arrived(id, clock);
+  const call = turns.arrived(id, clock);
   Object.assign(clock, { sent: at + 1, firstToken: at + 5, ended: at + 9 });
-  return turns.ended(clock, responseId);
+  return call === null ? null : turns.ended(call, clock, responseId);
 }
 
 const OPTS = { enabled: true, idleMs: 1_000, budgetMs: 250, maxSessions: 2, keep: 3 };

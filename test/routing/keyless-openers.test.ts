@@ -69,10 +69,10 @@ describe('keyless callers who open with the same words are two conversations', (
       let at = 1_000;
       const call = (messages: Msg[]) => {
         const clock = startClock(at);
-        turns.arrived(chatIdentity(messages), clock);
+        const placed = turns.arrived(chatIdentity(messages), clock);
         Object.assign(clock, { sent: at + 1, firstToken: at + 5, ended: at + 9 });
         at += 20;
-        return turns.ended(clock, null);
+        return placed === null ? null : turns.ended(placed, clock, null);
       };
       call(prompt('ann', 1));
       call(prompt('bob', 1));

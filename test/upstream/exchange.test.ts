@@ -21,7 +21,7 @@ function setup() {
   const reports: string[] = [];
   const gone: (string | null)[] = [];
   const res = fakeRes();
-  const owner = createExchangeOwner<string>(res, { admission, global, report: (e) => reports.push(e), aborted: () => 'aborted', clientGone: (r) => gone.push(r) });
+  const owner = createExchangeOwner<string>(res, { admission, global, report: (e) => reports.push(e), aborted: () => 'aborted', clientGone: (r) => gone.push(r) }, undefined);
   return { admission, global, replica, reports, gone, res, owner };
 }
 
@@ -95,7 +95,7 @@ describe('the exchange owner, when its report throws', () => {
     const admission = createAdmission({ maxInflight: 1, maxQueued: 4, timeoutMs: 10_000 });
     const global = createLimiter({ max: 1, maxQueued: 4, timeoutMs: 10_000, what: 'gateway' });
     const replica = { name: 'r1', inflight: 0 } as ReplicaState;
-    const owner = createExchangeOwner<string>(fakeRes(), { admission, global, report: () => { throw new Error('recorder bug'); }, aborted: () => 'aborted', clientGone: () => {} });
+    const owner = createExchangeOwner<string>(fakeRes(), { admission, global, report: () => { throw new Error('recorder bug'); }, aborted: () => 'aborted', clientGone: () => {} }, undefined);
     const key = { open: 0 };
     owner.holdKey(key);
     global.acquire();
