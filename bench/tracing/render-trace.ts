@@ -21,7 +21,8 @@ const HTML = join('bench/out', 'trace.html');
 
 function page(t: JaegerTrace, source: string): { html: string; height: number } {
   const w = waterfallSvg(t, WIDTH - 40);
-  const services = [...new Set(Object.values(t.processes).map((p) => p.serviceName))].join(' → ');
+  // In the order the call reached them (each service's first span start): Jaeger's processes map has none.
+  const services = [...new Set([...t.spans].sort((a, b) => a.startTime - b.startTime).map((s) => t.processes[s.processID].serviceName))].join(' → ');
   const html = `<!doctype html><html><head><meta charset="utf-8"><title>warmroute: one call, end to end</title><style>
 body{margin:20px;font-family:system-ui,sans-serif;color:#222;background:#fff}h1{font-size:20px;margin:0 0 4px}p{margin:0 0 12px;font-size:13px;color:#444}${ATTRIBUTE_CSS}</style></head><body>
 <h1>One call, end to end: ${esc(services)}</h1>
