@@ -66,8 +66,8 @@ export interface TraceBreakdown {
   betweenMs: number | null;
   /**
    * The request written to the replica (the gateway's upstream_headers event) → llm_request's start
-   * (vLLM's arrival_time, once its OpenAI server has read and rendered the request): the network
-   * and the replica's API front end. Both are span times on the epoch: one host's clock, or
+   * (vLLM's arrival_time, taken when its OpenAI server starts rendering the chat): the network, the
+   * replica's HTTP server and request validation. Both are span times on the epoch: one host's clock, or
    * hosts whose clocks agree.
    */
   frontMs: number | null;

@@ -24,11 +24,15 @@ const INDEX = 8;
  * How far the first token's way back may take, in ms: vLLM's time_to_first_token ends when its API
  * process takes the engine's first output (the output processor's iteration time), so what is left
  * of the gateway's TTFT is that output detokenized, framed as SSE, written by uvicorn and read by
- * the gateway on loopback. Nothing in it waits on the engine, so a few ms even on a loaded machine.
+ * the gateway on loopback. Nothing in it waits on the engine, only on vLLM's API process getting
+ * the CPU beside its engine's: 2.0 and 3.8 ms measured at load 2–4 on 2 cores.
  */
 const BACK_MS = Number(process.env.WARMROUTE_TRACE_TOLERANCE_MS ?? 5);
-/** Clock granularity: Jaeger keeps µs, and a mark is taken a little after the event it marks. */
-const SLACK_MS = 1;
+/**
+ * The gateway's `sent` mark is taken when its HTTP client reports the request written, which can
+ * come after vLLM already has the bytes (llm_request started 0.55 ms before it in one run).
+ */
+const SLACK_MS = 2;
 /** The trace as Jaeger's query API served it: what bench/tracing/render-trace.ts draws docs/trace.png from. */
 const TRACE_OUT = process.env.WARMROUTE_TRACE_OUT ?? 'bench/out/trace-real.json';
 
@@ -100,8 +104,9 @@ describe('real vLLM + Jaeger: one call, end to end', () => {
     assert.ok(Math.abs(own + hops.upstream_headers + hops.upstream_first_token - gatewayTtft) < 0.01, 'the hop events tile the TTFT attribute');
     // Where the request was written to vLLM: the upstream_headers event's time (µs on the epoch, as
     // Jaeger keeps every span time). vLLM's llm_request starts at its arrival_time (time.time(),
-    // the same host clock), taken once its OpenAI front end has read, validated and rendered the
-    // request: the gap is loopback plus that front end, which vLLM's own TTFT does not count.
+    // the same host clock), taken when its OpenAI server starts rendering the chat (renderers/
+    // base.py: the chat template and tokenizer are inside vLLM's TTFT): the gap is loopback plus
+    // vLLM's HTTP server and request validation, which vLLM's own TTFT does not count.
     const sentUs = hop('upstream_headers')!.timestamp;
     const frontMs = (llm.startTime - sentUs) / 1000;
     // What is left after the gateway's own hops, the front end and the engine's TTFT is the first
@@ -113,8 +118,8 @@ describe('real vLLM + Jaeger: one call, end to end', () => {
       vllm: Object.fromEntries(llm.tags.filter((x) => x.key.startsWith('gen_ai.latency.')).map((x) => [x.key, x.value])),
     }));
     const sum = `gateway TTFT ${gatewayTtft.toFixed(2)} = own hops ${own.toFixed(2)} + vLLM front end ${frontMs.toFixed(2)} + vLLM TTFT ${vllmTtft.toFixed(2)} + back ${backMs.toFixed(2)} ms`;
-    // Causality on one clock: vLLM's span starts after the gateway wrote the request, and its first
-    // token reaches the gateway after vLLM took it.
+    // Causality on one clock: vLLM's span starts after the gateway wrote the request (within
+    // SLACK_MS), and its first token reaches the gateway after vLLM took it.
     assert.ok(frontMs >= -SLACK_MS, `vLLM's llm_request starts before the gateway sent the request: ${sum}`);
     assert.ok(backMs >= -SLACK_MS && backMs <= BACK_MS, sum);
   });
