@@ -1,14 +1,18 @@
-// npx tsx bench/tracing-cost.ts [--requests 20000] [--rounds 3] [--batches 512,64] [--garbage-kb 0]
+// npx tsx bench/tracing-cost.ts [--requests 20000] [--rounds 3] [--batches 512,64] [--garbage-kb 0] [--delay-ms 50]
 // CPU per request of tracing alone, in one process, exported by the OTLP/HTTP exporter
 // (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: http/protobuf by default, or http/json) to a loopback sink:
 // - the gateway's spans of a request (telemetry/tracing: SERVER span, the first attempt's
-//   context, the hop events, the attributes), sampled out and sampled;
+//   context, the hop events, the attributes), sampled out, at a 10% ratio and sampled, with the
+//   share of exchanges each variant exported (the ratio sampler's check);
 // - the bare SDK doing the same work with nothing of ours around it: one SERVER span with the same
 //   attributes and seven events, and the same with one CLIENT span beside it (the floor the SDK
 //   sets, with one span and with two);
 // - the bare SDK's spans not exported (a processor that drops them): creation and attributes only.
-// --batches: the gateway's sampled spans again for each export batch size listed
-// (OTEL_BSP_MAX_EXPORT_BATCH_SIZE). --garbage-kb: each request also allocates that much short-lived
+// --batches: the gateway's spans again for each export batch size listed, sampled and at 10%
+// (OTEL_BSP_MAX_EXPORT_BATCH_SIZE). --delay-ms: OTEL_BSP_SCHEDULE_DELAY, 50 by default so the
+// variants' exports fall inside their own rounds; the gateway's default is 5000, with which, at a
+// ratio, spans wait in the queue until a whole batch is sampled (see design-notes.md, Tracing).
+// --garbage-kb: each request also allocates that much short-lived
 // garbage, as the gateway's own request handling does, so spans waiting in the batch queue
 // outlive young-generation collections as they do in the gateway.
 // The variants run interleaved, `--rounds` times each, so a load change on the machine hits all
@@ -20,7 +24,7 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { ROOT_CONTEXT, SpanKind, trace as traceApi, type Attributes } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { AlwaysOnSampler, BatchSpanProcessor, TracerProvider, type SpanProcessor } from '@opentelemetry/sdk-trace';
+import { AlwaysOnSampler, BatchSpanProcessor, TracerProvider, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace';
 import { resolveConfig } from '../src/config/load.js';
 import { nowMs, startClock } from '../src/telemetry/hop-clock.js';
 import { createMetrics } from '../src/telemetry/metrics.js';
@@ -30,7 +34,7 @@ import { createTracing } from '../src/telemetry/tracing/tracing.js';
 
 const { values } = parseArgs({ options: {
   requests: { type: 'string', default: '20000' }, rounds: { type: 'string', default: '3' },
-  batches: { type: 'string', default: '' }, 'garbage-kb': { type: 'string', default: '0' },
+  batches: { type: 'string', default: '' }, 'garbage-kb': { type: 'string', default: '0' }, 'delay-ms': { type: 'string', default: '50' },
 } });
 const GARBAGE = Math.round(Number(values['garbage-kb']) * 1024 / 64);
 let kept: unknown = null;
@@ -71,9 +75,9 @@ const CLIENT_ATTRS: Attributes = {
 };
 const HOP_NAMES = ['parse', 'route', 'queue', 'connect', 'upstream_headers', 'upstream_first_token', 'stream'];
 
-const settingsFor = (sampler: string, batch?: string): TracingSettings => {
+const settingsFor = (sampler: string, batch?: string, ratio?: string): TracingSettings => {
   const file = resolveConfig({ upstreams: [{ url: 'http://127.0.0.1:1' }], tracing: { endpoint: url } }).tracing;
-  return tracingSettings(file, { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_TRACES_SAMPLER: sampler, OTEL_BSP_SCHEDULE_DELAY: '50', OTEL_BSP_MAX_QUEUE_SIZE: '100000', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: batch })!;
+  return tracingSettings(file, { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_TRACES_SAMPLER: sampler, OTEL_TRACES_SAMPLER_ARG: ratio, OTEL_BSP_SCHEDULE_DELAY: values['delay-ms'], OTEL_BSP_MAX_QUEUE_SIZE: '100000', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: batch })!;
 };
 
 /** µs of CPU per request of `body`, the exports flushed and counted in. */
@@ -90,8 +94,20 @@ async function measure(body: () => void, flush: () => Promise<void>): Promise<nu
   return (cpu.user + cpu.system) / N;
 }
 
-async function gateway(sampler: string, batch?: string): Promise<number> {
-  const t = createTracing(settingsFor(sampler, batch), { log: pino({ level: 'silent' }), metrics: createMetrics({ defaultMetrics: false }) });
+/** Per variant: spans exported of exchanges begun (the ratio sampler's check: about ratio × begun). */
+const exportedOf = new Map<string, { spans: number; begun: number }>();
+
+async function gateway(sampler: string, batch?: string, ratio?: string): Promise<number> {
+  const s = settingsFor(sampler, batch, ratio);
+  const tally = exportedOf.get(`${sampler}${ratio ? ` ${ratio}` : ''}`) ?? { spans: 0, begun: 0 };
+  exportedOf.set(`${sampler}${ratio ? ` ${ratio}` : ''}`, tally);
+  const otlp = createOtlpExporter(s);
+  const exporter: SpanExporter = {
+    export(spans, done) { tally.spans += spans.length; otlp.export(spans, done); },
+    shutdown: () => otlp.shutdown(),
+  };
+  const t = createTracing(s, { log: pino({ level: 'silent' }), metrics: createMetrics({ defaultMetrics: false }), exporter });
+  tally.begun += N;
   const us = await measure(() => {
     const c = startClock();
     const trace = t.begin(headers, 'POST', c.received);
@@ -132,11 +148,15 @@ async function bare(clientSpan: boolean, exported: boolean): Promise<number> {
 
 const variants: [string, () => Promise<number>][] = [
   ['gateway, sampled out (always_off)', () => gateway('always_off')],
+  ['gateway, 10% (parentbased_traceidratio 0.1)', () => gateway('parentbased_traceidratio', undefined, '0.1')],
   ['gateway, sampled (always_on)', () => gateway('always_on')],
   ['bare SDK: SERVER span + 7 events + attributes, exported', () => bare(false, true)],
   ['bare SDK: SERVER + CLIENT span + 7 events + attributes, exported', () => bare(true, true)],
   ['bare SDK: SERVER span + 7 events + attributes, not exported', () => bare(false, false)],
-  ...values.batches.split(',').filter((b) => b !== '').map((b): [string, () => Promise<number>] => [`gateway, sampled, export batches of ${b}`, () => gateway('always_on', b)]),
+  ...values.batches.split(',').filter((b) => b !== '').flatMap((b): [string, () => Promise<number>][] => [
+    [`gateway, sampled, export batches of ${b}`, () => gateway('always_on', b)],
+    [`gateway, 10%, export batches of ${b}`, () => gateway('parentbased_traceidratio', b, '0.1')],
+  ]),
 ];
 await gateway('always_on'); // warm-up: JIT, the exporter's first connection
 await bare(true, true);
@@ -144,7 +164,8 @@ const best = new Map<string, number>();
 for (let r = 0; r < ROUNDS; r++) {
   for (const [name, run] of variants) best.set(name, Math.min(best.get(name) ?? Infinity, await run()));
 }
-process.stdout.write(`tracing CPU per request, ${process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || 'http/protobuf'}, ${N} requests${GARBAGE ? ` with ${values['garbage-kb']} KiB of garbage each` : ''}, lowest of ${ROUNDS} rounds (${posts} exports, ${(bytes / posts / 1024).toFixed(0)} KiB each on average):\n`);
+process.stdout.write(`tracing CPU per request, ${process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || 'http/protobuf'}, ${N} requests${GARBAGE ? ` with ${values['garbage-kb']} KiB of garbage each` : ''}, schedule delay ${values['delay-ms']} ms, lowest of ${ROUNDS} rounds (${posts} exports, ${(bytes / posts / 1024).toFixed(0)} KiB each on average):\n`);
 for (const [name] of variants) process.stdout.write(`  ${name}: ${best.get(name)!.toFixed(1)} µs\n`);
+for (const [sampler, t] of exportedOf) process.stdout.write(`  ${sampler}: ${t.spans} spans exported of ${t.begun} exchanges (${(t.spans / t.begun * 100).toFixed(1)}%)\n`);
 sink.close();
 void kept;

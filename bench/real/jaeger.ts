@@ -1,9 +1,11 @@
 // A Jaeger v2 all-in-one (built by install-jaeger.sh) on free loopback ports, traces in memory:
-// its OTLP/HTTP receiver takes spans, its query API (/api/traces/{id}) serves them back.
+// its OTLP/HTTP receiver takes spans, its query API (/api/traces/{id}) serves them back, read with
+// the probe's client and types (src/probe/jaeger.ts: one description of Jaeger's JSON).
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fetchTrace, type JaegerTrace } from '../../src/probe/jaeger.js';
 import { freePort, startChild, type Child } from '../lib/procs.js';
 import { CACHE_DIR } from './vllm-replica.js';
 
@@ -90,24 +92,5 @@ export async function startJaeger(): Promise<Jaeger> {
   return { otlpUrl: `http://127.0.0.1:${otlp}`, queryUrl, child };
 }
 
-export interface JaegerSpan {
-  traceID: string;
-  spanID: string;
-  operationName: string;
-  references: { refType: string; traceID: string; spanID: string }[];
-  startTime: number;
-  duration: number;
-  tags: { key: string; type: string; value: unknown }[];
-  /** Span events. */
-  logs: { timestamp: number; fields: { key: string; value: unknown }[] }[];
-  processID: string;
-}
-export interface JaegerTrace { traceID: string; spans: JaegerSpan[]; processes: Record<string, { serviceName: string }> }
-
 /** The trace as Jaeger's query API serves it, or null while it does not know it. */
-export async function jaegerTrace(j: Jaeger, traceId: string): Promise<JaegerTrace | null> {
-  const res = await fetch(`${j.queryUrl}/api/traces/${traceId}`);
-  if (res.status === 404) { await res.arrayBuffer(); return null; }
-  const body = await res.json() as { data?: JaegerTrace[] };
-  return body.data?.[0] ?? null;
-}
+export const jaegerTrace = (j: Jaeger, traceId: string): Promise<JaegerTrace | null> => fetchTrace(j.queryUrl, traceId, 10_000);

@@ -21,13 +21,14 @@ const HTML = join('bench/out', 'trace.html');
 
 function page(t: JaegerTrace, source: string): { html: string; height: number } {
   const w = waterfallSvg(t, WIDTH - 40);
-  const services = [...new Set(Object.values(t.processes).map((p) => p.serviceName))].join(' → ');
+  // In the order the call reached them (each service's first span start): Jaeger's processes map has none.
+  const services = [...new Set([...t.spans].sort((a, b) => a.startTime - b.startTime).map((s) => t.processes[s.processID].serviceName))].join(' → ');
   const html = `<!doctype html><html><head><meta charset="utf-8"><title>warmroute: one call, end to end</title><style>
 body{margin:20px;font-family:system-ui,sans-serif;color:#222;background:#fff}h1{font-size:20px;margin:0 0 4px}p{margin:0 0 12px;font-size:13px;color:#444}${ATTRIBUTE_CSS}</style></head><body>
 <h1>One call, end to end: ${esc(services)}</h1>
 <p>Trace ${esc(t.traceID)} as Jaeger's query API served it (${esc(source)}): a Python OpenAI SDK client in a span of its own sends a <code>traceparent</code>;
-warmroute's SERVER span (its hops are span events) and its attempt (whose context went to the replica) are parents of vLLM's own <code>llm_request</code>
-(a real vLLM CPU replica, <code>--otlp-traces-endpoint</code>; its queue, prefill and decode are attributes).</p>
+warmroute's SERVER span (its hops are span events; it is also the first upstream attempt, whose context went to the replica) is the parent of vLLM's own <code>llm_request</code>
+(a real vLLM CPU replica, <code>--otlp-traces-endpoint</code>; its queue, prefill and decode are attributes). A failover or a resume would add a CLIENT span under the SERVER span.</p>
 ${w.svg}
 <div style="margin-top:14px">${attributeTables(t)}</div>
 </body></html>`;

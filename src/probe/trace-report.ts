@@ -7,13 +7,14 @@ const SEND = { only: '', first: ' 1st', second: ' 2nd' } as const;
 
 export function traceLines(traces: NonNullable<ProbeResult['traces']>): string[] {
   const lines = ['', `traces from ${traces.queryUrl}, per request, ms (gateway: its SERVER span; replica: vLLM's llm_request span)`];
-  const head = ['case', 'ep', 'trial', 'client', 'gw ttft', 'gw own', 'between', 'vllm ttft', 'queue', 'prefill', 'decode', 'cached', 'replica · route'];
+  const head = ['case', 'ep', 'trial', 'client', 'gw ttft', 'gw own', 'front', 'back', 'vllm ttft', 'queue', 'prefill', 'decode', 'cached', 'replica · route'];
   const table: string[][] = [head];
   for (const s of traces.sends) table.push(row(s));
-  lines.push(...align(table, new Set([0, 1, 12])));
+  lines.push(...align(table, new Set([0, 1, 13])));
   lines.push(
     'client: the probe\'s TTFT · gw ttft: the gateway\'s (gen_ai.response.time_to_first_chunk) · gw own: its parse + route + queue + connect hops',
-    'between: gw ttft − vllm ttft − gw own (the replica\'s HTTP front end and tokenizer) · queue, prefill, decode, vllm ttft: the replica\'s gen_ai.latency.*',
+    'front: request written → llm_request\'s start (the network and the replica\'s API front end) · back: gw ttft − gw own − front − vllm ttft (the first token\'s way back)',
+    'queue, prefill, decode, vllm ttft: the replica\'s gen_ai.latency.*',
   );
   const missing = traces.sends.filter((s) => s.trace === null).length;
   const noReplica = traces.sends.filter((s) => s.trace !== null && s.trace.replica === null).length;
@@ -30,7 +31,7 @@ function row(s: TracedSend): string[] {
   const where = g ? [g.replica ?? '?', g.route].filter(Boolean).join(' · ') + (g.attempts !== null && g.attempts > 1 ? ` (${g.attempts} attempts)` : '') : r?.service ?? '';
   return [
     s.case + SEND[s.send], s.endpoint, String(s.trial),
-    ms(s.clientTtftMs), ms(g?.ttftMs ?? null), ms(g?.ownMs ?? null), ms(s.trace?.betweenMs ?? null),
+    ms(s.clientTtftMs), ms(g?.ttftMs ?? null), ms(g?.ownMs ?? null), ms(s.trace?.frontMs ?? null), ms(s.trace?.backMs ?? null),
     ms(r?.ttftMs ?? null), ms(r?.queueMs ?? null), ms(r?.prefillMs ?? null), ms(r?.decodeMs ?? null),
     g?.cachedTokens == null ? '-' : String(g.cachedTokens), s.trace === null ? '(no trace)' : where,
   ];

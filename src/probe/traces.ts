@@ -61,9 +61,18 @@ export interface TraceBreakdown {
   replica: ReplicaPart | null;
   /**
    * Gateway TTFT − the replica's TTFT − the gateway's own hops: the time between the two that
-   * neither counts (the replica's HTTP front end and tokenizer, the loopback between them).
+   * neither counts, before the replica's clock starts (frontMs) and after it stops (backMs).
    */
   betweenMs: number | null;
+  /**
+   * The request written to the replica (the gateway's upstream_headers event) → llm_request's start
+   * (vLLM's arrival_time, taken when its OpenAI server starts rendering the chat): the network, the
+   * replica's HTTP server and request validation. Both are span times on the epoch: one host's clock, or
+   * hosts whose clocks agree.
+   */
+  frontMs: number | null;
+  /** betweenMs − frontMs: the first output's way back (detokenized, framed as SSE, read by the gateway). */
+  backMs: number | null;
 }
 
 const tag = (s: JaegerSpan, key: string): unknown => s.tags.find((t) => t.key === key)?.value;
@@ -110,7 +119,10 @@ export function breakdown(t: JaegerTrace): TraceBreakdown {
   } : null;
   const betweenMs = gateway?.ttftMs != null && replica?.ttftMs != null && gateway.ownMs !== null
     ? gateway.ttftMs - replica.ttftMs - gateway.ownMs : null;
-  return { traceId: t.traceID, gateway, replica, betweenMs };
+  // The last attempt's request written: the upstream_headers event is at that mark (one per exchange).
+  const sentUs = gw?.logs.find((l) => l.fields.some((f) => f.key === 'event' && f.value === 'upstream_headers'))?.timestamp;
+  const frontMs = llm && sentUs !== undefined && betweenMs !== null ? (llm.startTime - sentUs) / 1000 : null;
+  return { traceId: t.traceID, gateway, replica, betweenMs, frontMs, backMs: frontMs === null ? null : betweenMs! - frontMs };
 }
 
 /**

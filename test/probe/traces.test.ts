@@ -55,6 +55,8 @@ describe('probe --traces', () => {
       assert.ok(Math.abs(own - gw.ownMs!) < 0.01, 'own = parse + route + queue + connect');
       // Between the gateway's hops and the engine: the replica's API server (the sim's frontendMs before its engine queue).
       assert.ok(s.trace!.betweenMs! >= fleet.replicas[0].config.frontendMs - 1, `between ${s.trace!.betweenMs} ms`);
+      assert.ok(Math.abs(s.trace!.frontMs! + s.trace!.backMs! - s.trace!.betweenMs!) < 1e-9, 'front + back = between');
+      assert.ok(s.trace!.frontMs! >= fleet.replicas[0].config.frontendMs - 1, `front ${s.trace!.frontMs} ms: the sim's front end is before its llm_request starts`);
       assert.ok(s.clientTtftMs! >= gw.ttftMs!);
     }
     // The repeated prompt: cold prefill first, the cache served the second (cached tokens, short prefill).
@@ -102,5 +104,8 @@ describe('probe --traces reads what a real Jaeger serves', () => {
     assert.ok(Math.abs(v.ttftMs! + v.decodeMs! - durMs('llm_request')) < 20, 'vLLM: TTFT + decode ≈ its span');
     assert.ok(v.prefillMs! > 0 && v.prefillMs! <= v.ttftMs! && v.queueMs! >= 0);
     assert.ok(Math.abs(b.betweenMs! - (gw.ttftMs! - v.ttftMs! - gw.ownMs!)) < 1e-9 && b.betweenMs! > 0);
+    // llm_request starts after the gateway wrote the request; the way back is the rest, a few ms.
+    assert.ok(b.frontMs! >= -1 && b.backMs! >= -1 && b.backMs! <= 5, `front ${b.frontMs} ms, back ${b.backMs} ms`);
+    assert.ok(Math.abs(b.frontMs! + b.backMs! - b.betweenMs!) < 1e-9);
   });
 });
