@@ -2,7 +2,7 @@
 // loop delay histogram reset, the time noted), a second SIGUSR2 closes it; the figures are written
 // to WARMROUTE_LOOP_DELAY_FILE at exit. Plain JS: the gateway under test runs from dist/, without tsx.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 
 const RESOLUTION_MS = 1;
@@ -21,6 +21,26 @@ function mainThreadCpuUs() {
     return null;
   }
 }
+// Every thread's CPU time at each mark, summed by thread name (V8's GC helpers, libuv's pool, the
+// profiler's own thread): what the process spends off the main thread, which /proc's whole-process
+// figure counts and the main thread's profile cannot.
+function threadCpuUs() {
+  const by = {};
+  try {
+    for (const tid of readdirSync('/proc/self/task')) {
+      try {
+        const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+        const name = tid === String(process.pid) ? 'main' : readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        by[name] = (by[name] ?? 0) + (Number(f[11]) + Number(f[12])) * TICK_US;
+      } catch { /* the thread ended between the listing and the read */ }
+    }
+  } catch {
+    return null;
+  }
+  return by;
+}
+const threadMarks = [];
 let figures = null;
 // WARMROUTE_HEAP_PROFILE_FILE: V8's sampling heap profiler over the same window (what is allocated
 // per request, by the function that allocated it), written there when the window closes.
@@ -34,6 +54,7 @@ process.on('SIGUSR2', () => {
   // µs on the monotonic clock the CPU profile's timestamps use.
   marks.push(Number(process.hrtime.bigint() / 1000n));
   cpuMarks.push(mainThreadCpuUs());
+  threadMarks.push(threadCpuUs());
   if (marks.length === 1) {
     h.reset(); h.enable();
     inspector?.post('HeapProfiler.startSampling', { samplingInterval: HEAP_SAMPLING_BYTES, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: process.env.WARMROUTE_HEAP_SURVIVORS !== '1' });
@@ -46,7 +67,7 @@ process.on('SIGUSR2', () => {
   figures = { p50Ms: delay(h.percentile(50)), p99Ms: delay(h.percentile(99)), maxMs: delay(h.max), meanMs: delay(h.mean) };
 });
 process.on('exit', () => {
-  if (process.env.WARMROUTE_LOOP_DELAY_FILE) writeFileSync(process.env.WARMROUTE_LOOP_DELAY_FILE, JSON.stringify({ marks, cpuMarks, loopDelay: figures }));
+  if (process.env.WARMROUTE_LOOP_DELAY_FILE) writeFileSync(process.env.WARMROUTE_LOOP_DELAY_FILE, JSON.stringify({ marks, cpuMarks, threadMarks, loopDelay: figures }));
 });
 // A process without a SIGTERM handler of its own (the floor) dies on it without its profile: exit instead.
 if (process.env.WARMROUTE_EXIT_ON_TERM === '1') process.once('SIGTERM', () => process.exit(0));

@@ -41,6 +41,8 @@ const { values: args, positionals } = parseArgs({
     gateway: { type: 'string', default: 'dist/cli.js' },
     // Attribute the profiles an earlier run left in --out again (same --concurrency and --requests), without running anything.
     reread: { type: 'boolean', default: false },
+    // A flag for the profiled node itself (e.g. --single-threaded-gc: V8's collector on the main thread only).
+    'node-arg': { type: 'string', multiple: true, default: [] },
   },
 });
 const N = Number(args.requests);
@@ -142,7 +144,7 @@ function attribute(p: CpuProfile, from: number, to: number): { parts: Map<string
 
 const gapMs = Number(args['chunk-gap-ms']);
 const upstream = args.reread ? null : await startUpstream({ chunkGapMs: gapMs });
-const results: { concurrency: number; requests: number; busyUsPerReq: number; cpuUsPerReq: number | null; parts: Record<string, number>; loopDelay: unknown; wallS: number; bytesPerReq: number; allocators: [string, number][] }[] = [];
+const results: { concurrency: number; requests: number; busyUsPerReq: number; cpuUsPerReq: number | null; threads: Record<string, number>; parts: Record<string, number>; loopDelay: unknown; wallS: number; bytesPerReq: number; allocators: [string, number][] }[] = [];
 try {
   for (const c of args.concurrency.split(',').map(Number)) {
     const dir = join(out, `c${c}`);
@@ -153,7 +155,7 @@ try {
       rmSync(dir, { recursive: true, force: true });
       mkdirSync(dir, { recursive: true });
       const [port, admin] = [await freePort(), await freePort()];
-      const profiled = ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${Number(args['interval-us'])}`, '--import', resolve('bench/overhead/loop-delay.mjs')];
+      const profiled = [...args['node-arg'], '--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${Number(args['interval-us'])}`, '--import', resolve('bench/overhead/loop-delay.mjs')];
       const gw = await startChild(process.execPath, args.floor
         ? [...profiled, '--import', 'tsx', 'bench/overhead/raw-proxy.ts', '--port', String(port), '--upstream', upstream.url]
         : [...profiled, gateway, 'serve', '--upstream', upstream.url, '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), '--log-level', 'info', ...positionals],
@@ -169,7 +171,11 @@ try {
       await pool.close();
       await gw.stop();
     }
-    const { marks, cpuMarks, loopDelay } = JSON.parse(readFileSync(delayFile, 'utf8')) as { marks: number[]; cpuMarks?: (number | null)[]; loopDelay: unknown };
+    const { marks, cpuMarks, threadMarks, loopDelay } = JSON.parse(readFileSync(delayFile, 'utf8')) as { marks: number[]; cpuMarks?: (number | null)[]; threadMarks?: (Record<string, number> | null)[]; loopDelay: unknown };
+    // Each thread name's CPU in the window, µs per request (threads that ended inside it are missed).
+    const threads: Record<string, number> = {};
+    const [t0m, t1m] = [threadMarks?.[0], threadMarks?.[1]];
+    if (t0m && t1m) for (const [name, us] of Object.entries(t1m)) threads[name] = (us - (t0m[name] ?? 0)) / N;
     const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'))!;
     const prof = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
     const attributed = attribute(prof, marks[0], marks[1]);
@@ -184,7 +190,7 @@ try {
     const allocated = existsSync(heapFile) ? allocations((JSON.parse(readFileSync(heapFile, 'utf8')) as { head: HeapNode }).head) : new Map<string, number>();
     const bytesPerReq = [...allocated.values()].reduce((a, b) => a + b, 0) / N;
     const allocators = [...allocated].sort((a, b) => b[1] - a[1]).slice(0, 25).map(([k, v]): [string, number] => [k, v / N]);
-    results.push({ concurrency: c, requests: N, busyUsPerReq: busyUs / N, cpuUsPerReq: cpuUs === null ? null : cpuUs / N, parts: Object.fromEntries([...parts].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, v / N])), loopDelay, wallS, bytesPerReq, allocators });
+    results.push({ concurrency: c, requests: N, busyUsPerReq: busyUs / N, cpuUsPerReq: cpuUs === null ? null : cpuUs / N, threads, parts: Object.fromEntries([...parts].sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, v / N])), loopDelay, wallS, bytesPerReq, allocators });
   }
 } finally {
   await upstream?.child?.stop();
@@ -201,6 +207,13 @@ const lines = [
   ...names.map((n) => `| ${n} | ${results.map((r) => fmt(r.parts[n] ?? 0, 1)).join(' | ')} |`),
   `| **total: main thread CPU (/proc)** | ${results.map((r) => `**${r.cpuUsPerReq === null ? '?' : fmt(r.cpuUsPerReq, 1)}**`).join(' | ')} |`,
   `| busy between samples (wall, preemption included) | ${results.map((r) => fmt(r.busyUsPerReq, 1)).join(' | ')} |`,
+  '',
+  'Every thread\'s CPU in the window (/proc/self/task, by thread name; `main` is the row above; the CPU profiler\'s own thread runs only because of --cpu-prof):',
+  '',
+  `| thread | ${results.map((r) => `c=${r.concurrency} µs/req`).join(' | ')} |`,
+  `|---|${results.map(() => '---:').join('|')}|`,
+  ...[...new Set(results.flatMap((r) => Object.keys(r.threads)))].map((n) => `| ${n} | ${results.map((r) => fmt(r.threads[n] ?? 0, 1)).join(' | ')} |`),
+  `| **all threads** | ${results.map((r) => `**${fmt(Object.values(r.threads).reduce((a, b) => a + b, 0), 1)}**`).join(' | ')} |`,
   '',
   ...results.map((r) => `c=${r.concurrency}: event loop delay in the window ${JSON.stringify(r.loopDelay)}; ${fmt(r.requests / r.wallS, 0)} requests/s.`),
   ...results.filter((r) => r.allocators.length > 0).flatMap((r) => [

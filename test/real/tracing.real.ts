@@ -25,13 +25,12 @@ const INDEX = 8;
  * process takes the engine's first output (the output processor's iteration time), so what is left
  * of the gateway's TTFT is that output detokenized, framed as SSE, written by uvicorn and read by
  * the gateway on loopback. Nothing in it waits on the engine, only on vLLM's API process getting
- * the CPU beside its engine's: 2.0 and 3.8 ms measured at load 2–4 on 2 cores.
+ * the CPU beside its engine's, which busy-polls: 2.0, 2.4, 3.8, 9.1 and 15.8 ms measured at load
+ * 1–4 on 2 cores. The bound is what such a process can be kept off a shared core for, not the
+ * gateway's: the gateway's own part is checked exactly above (the hop events tile its TTFT).
  */
-const BACK_MS = Number(process.env.WARMROUTE_TRACE_TOLERANCE_MS ?? 5);
-/**
- * The gateway's `sent` mark is taken when its HTTP client reports the request written, which can
- * come after vLLM already has the bytes (llm_request started 0.55 ms before it in one run).
- */
+const BACK_MS = Number(process.env.WARMROUTE_TRACE_TOLERANCE_MS ?? 20);
+/** Clock slack between the gateway's marks (Node's clock) and vLLM's (Python's time.time()), same host. */
 const SLACK_MS = 2;
 /** The trace as Jaeger's query API served it: what bench/tracing/render-trace.ts draws docs/trace.png from. */
 const TRACE_OUT = process.env.WARMROUTE_TRACE_OUT ?? 'bench/out/trace-real.json';
@@ -118,9 +117,12 @@ describe('real vLLM + Jaeger: one call, end to end', () => {
       vllm: Object.fromEntries(llm.tags.filter((x) => x.key.startsWith('gen_ai.latency.')).map((x) => [x.key, x.value])),
     }));
     const sum = `gateway TTFT ${gatewayTtft.toFixed(2)} = own hops ${own.toFixed(2)} + vLLM front end ${frontMs.toFixed(2)} + vLLM TTFT ${vllmTtft.toFixed(2)} + back ${backMs.toFixed(2)} ms`;
-    // Causality on one clock: vLLM's span starts after the gateway wrote the request (within
-    // SLACK_MS), and its first token reaches the gateway after vLLM took it.
-    assert.ok(frontMs >= -SLACK_MS, `vLLM's llm_request starts before the gateway sent the request: ${sum}`);
+    // Causality on one clock: vLLM's span starts after the gateway began to send the request (the
+    // connect hop's start; the `sent` mark at its end is taken when the HTTP client reports the
+    // write, which may come after vLLM has the bytes: front was −0.55 and −3.63 ms with a 5.7 ms
+    // connect hop), and its first token reaches the gateway after vLLM took it.
+    const connectUs = hop('connect')!.timestamp;
+    assert.ok((llm.startTime - connectUs) / 1000 >= -SLACK_MS, `vLLM's llm_request starts before the gateway began to send the request: ${sum}`);
     assert.ok(backMs >= -SLACK_MS && backMs <= BACK_MS, sum);
   });
 
