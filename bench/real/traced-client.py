@@ -27,15 +27,23 @@ with tracer.start_as_current_span("agent turn", kind=trace.SpanKind.CLIENT) as s
     inject(headers)
     sent = time.perf_counter()
     first = None
+    # vLLM sends its first chunk (the role) on the engine's first output; a first token whose text
+    # its detokenizer holds back makes the first content come decode steps later.
+    first_chunk = None
     stream = client.chat.completions.create(
         model=model, stream=True, max_tokens=16, temperature=0,
         messages=[{"role": "user", "content": prompt}],
         extra_headers={**headers, "x-session-id": "traced-call"},
     )
     for chunk in stream:
+        if first_chunk is None and chunk.choices:
+            first_chunk = time.perf_counter()
         if first is None and chunk.choices and chunk.choices[0].delta.content:
             first = time.perf_counter()
     trace_id = format(span.get_span_context().trace_id, "032x")
     span_id = format(span.get_span_context().span_id, "016x")
 provider.shutdown()
-print(json.dumps({"traceId": trace_id, "spanId": span_id, "ttftMs": None if first is None else (first - sent) * 1000}))
+print(json.dumps({
+    "traceId": trace_id, "spanId": span_id, "ttftMs": None if first is None else (first - sent) * 1000,
+    "contentAfterFirstChunkMs": None if first is None or first_chunk is None else (first - first_chunk) * 1000,
+}))

@@ -64,7 +64,7 @@ describe('real vLLM + Jaeger: one call, end to end', () => {
   it('client span → warmroute SERVER span (the attempt) → vLLM llm_request, with the engine\'s phases, and the TTFTs agree with the hops', async () => {
     // Not spawnSync: the gateway runs in this process and must go on serving while the client waits.
     const r = await promisify(execFile)(VENV_PYTHON, [new URL('../../bench/real/traced-client.py', import.meta.url).pathname, `${g.url}/v1`, `${jaeger.otlpUrl}/v1/traces`, SERVED_MODEL, `${RUN} ${longText(`trace-${RUN}`, 300)}`], { encoding: 'utf8', timeout: 300_000 });
-    const client = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { traceId: string; spanId: string; ttftMs: number };
+    const client = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { traceId: string; spanId: string; ttftMs: number; contentAfterFirstChunkMs: number | null };
     let t: JaegerTrace | null = null;
     const deadline = Date.now() + 60_000;
     const names = () => new Set(t?.spans.map((s) => s.operationName) ?? []);
@@ -111,19 +111,26 @@ describe('real vLLM + Jaeger: one call, end to end', () => {
     // What is left after the gateway's own hops, the front end and the engine's TTFT is the first
     // token's way back (see BACK_MS): TTFT = own + front + vLLM TTFT + back.
     const backMs = gatewayTtft - own - frontMs - vllmTtft;
+    // vLLM's TTFT ends at its first token, the gateway's at the first content: when the random-weight
+    // model's first token has no text of its own (held back by vLLM's detokenizer), the content
+    // comes decode steps later. The client sees that stretch as its first chunk (the role, sent on
+    // the engine's first output) → its first content chunk, and it is taken out of the way back.
+    const heldMs = client.contentAfterFirstChunkMs ?? 0;
     console.log(JSON.stringify({
       traceId: client.traceId, clientTtftMs: client.ttftMs, gatewayTtftMs: gatewayTtft, vllmTtftMs: vllmTtft,
-      gatewayHopsMs: hops, gatewayOwnMs: own, vllmFrontEndMs: frontMs, backMs, residualMs: gatewayTtft - vllmTtft - own,
+      gatewayHopsMs: hops, gatewayOwnMs: own, vllmFrontEndMs: frontMs, backMs, contentAfterFirstChunkMs: heldMs, residualMs: gatewayTtft - vllmTtft - own,
       vllm: Object.fromEntries(llm.tags.filter((x) => x.key.startsWith('gen_ai.latency.')).map((x) => [x.key, x.value])),
     }));
-    const sum = `gateway TTFT ${gatewayTtft.toFixed(2)} = own hops ${own.toFixed(2)} + vLLM front end ${frontMs.toFixed(2)} + vLLM TTFT ${vllmTtft.toFixed(2)} + back ${backMs.toFixed(2)} ms`;
+    const sum = `gateway TTFT ${gatewayTtft.toFixed(2)} = own hops ${own.toFixed(2)} + vLLM front end ${frontMs.toFixed(2)} + vLLM TTFT ${vllmTtft.toFixed(2)} + back ${backMs.toFixed(2)} ms (of which ${heldMs.toFixed(2)} ms from vLLM's first chunk to its first content, at the client)`;
     // Causality on one clock: vLLM's span starts after the gateway began to send the request (the
     // connect hop's start; the `sent` mark at its end is taken when the HTTP client reports the
     // write, which may come after vLLM has the bytes: front was −0.55 and −3.63 ms with a 5.7 ms
-    // connect hop), and its first token reaches the gateway after vLLM took it.
+    // connect hop, and −27 and −155 ms on a fresh gateway's first request, whose event loop did
+    // not run the mark for that long after the write), and its first token reaches the gateway
+    // after vLLM took it.
     const connectUs = hop('connect')!.timestamp;
     assert.ok((llm.startTime - connectUs) / 1000 >= -SLACK_MS, `vLLM's llm_request starts before the gateway began to send the request: ${sum}`);
-    assert.ok(backMs >= -SLACK_MS && backMs <= BACK_MS, sum);
+    assert.ok(backMs - heldMs >= -SLACK_MS && backMs - heldMs <= BACK_MS, sum);
   });
 
   it('warmroute probe --traces reads the real Jaeger: per request, the gateway\'s hops beside vLLM\'s queue, prefill and decode', async () => {
