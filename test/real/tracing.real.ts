@@ -116,12 +116,17 @@ describe('real vLLM + Jaeger: one call, end to end', () => {
     // comes decode steps later. The client sees that stretch as its first chunk (the role, sent on
     // the engine's first output) → its first content chunk, and it is taken out of the way back.
     const heldMs = client.contentAfterFirstChunkMs ?? 0;
+    // And vLLM's API process, starved of the CPU beside its busy-polling engine on 2 shared cores,
+    // can hand several tokens over at once, the first with the last (one run: the whole answer in
+    // the gateway's last 1.8 ms, 100 ms "way back"): the first content cannot come later than the
+    // rest of vLLM's request (e2e − TTFT) plus the way back, so that is what bounds it.
+    const vllmAfterFirstMs = (Number(tag(llm, 'gen_ai.latency.e2e')) - Number(tag(llm, 'gen_ai.latency.time_to_first_token'))) * 1000;
     console.log(JSON.stringify({
       traceId: client.traceId, clientTtftMs: client.ttftMs, gatewayTtftMs: gatewayTtft, vllmTtftMs: vllmTtft,
-      gatewayHopsMs: hops, gatewayOwnMs: own, vllmFrontEndMs: frontMs, backMs, contentAfterFirstChunkMs: heldMs, residualMs: gatewayTtft - vllmTtft - own,
+      gatewayHopsMs: hops, gatewayOwnMs: own, vllmFrontEndMs: frontMs, backMs, contentAfterFirstChunkMs: heldMs, vllmAfterFirstMs, residualMs: gatewayTtft - vllmTtft - own,
       vllm: Object.fromEntries(llm.tags.filter((x) => x.key.startsWith('gen_ai.latency.')).map((x) => [x.key, x.value])),
     }));
-    const sum = `gateway TTFT ${gatewayTtft.toFixed(2)} = own hops ${own.toFixed(2)} + vLLM front end ${frontMs.toFixed(2)} + vLLM TTFT ${vllmTtft.toFixed(2)} + back ${backMs.toFixed(2)} ms (of which ${heldMs.toFixed(2)} ms from vLLM's first chunk to its first content, at the client)`;
+    const sum = `gateway TTFT ${gatewayTtft.toFixed(2)} = own hops ${own.toFixed(2)} + vLLM front end ${frontMs.toFixed(2)} + vLLM TTFT ${vllmTtft.toFixed(2)} + back ${backMs.toFixed(2)} ms (of which ${heldMs.toFixed(2)} ms from vLLM's first chunk to its first content, at the client; vLLM after its first token ${vllmAfterFirstMs.toFixed(2)} ms)`;
     // Causality on one clock: vLLM's span starts after the gateway began to send the request (the
     // connect hop's start; the `sent` mark at its end is taken when the HTTP client reports the
     // write, which may come after vLLM has the bytes: front was −0.55 and −3.63 ms with a 5.7 ms
@@ -130,7 +135,7 @@ describe('real vLLM + Jaeger: one call, end to end', () => {
     // after vLLM took it.
     const connectUs = hop('connect')!.timestamp;
     assert.ok((llm.startTime - connectUs) / 1000 >= -SLACK_MS, `vLLM's llm_request starts before the gateway began to send the request: ${sum}`);
-    assert.ok(backMs - heldMs >= -SLACK_MS && backMs - heldMs <= BACK_MS, sum);
+    assert.ok(backMs - heldMs >= -SLACK_MS && backMs - heldMs <= BACK_MS + vllmAfterFirstMs, sum);
   });
 
   it('warmroute probe --traces reads the real Jaeger: per request, the gateway\'s hops beside vLLM\'s queue, prefill and decode', async () => {
