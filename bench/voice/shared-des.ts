@@ -1,6 +1,6 @@
 // The shared-fleet workload (shared.ts) in virtual time: the same voice sessions and batch workers,
-// the same prompts and seeds, against the simulator's engine and block pool (bench/sim/engine.ts,
-// kv-cache.ts) on a virtual clock, behind the gateway's own per-replica limiter
+// the same prompts and seeds, against the simulator's engine and block pool (the scale run's virtual
+// replica, bench/scale/des/replica.ts) on its virtual clock, behind the gateway's own per-replica limiter
 // (src/queue/limiter.ts: slots, reserved interactive slots, class order, the batch prefill bound).
 // No sockets, no gateway process, no machine load: a run of minutes takes a second, and the same
 // seed gives the same figures, so a frontier of settings can be swept on several seeds.
@@ -15,14 +15,9 @@
 import { createLimiter, type Limiter, type Prefill, type QueuePlace } from '../../src/queue/limiter.js';
 import { reservedSlots } from '../../src/queue/admission.js';
 import { percentiles } from '../lib/percentiles.js';
-import { resolveConfig, type SimReplicaOptions } from '../sim/config.js';
-import { createEngine, type EngineClock } from '../sim/engine.js';
-import { createBlockPool } from '../sim/kv-cache.js';
-import { planOutput } from '../sim/output.js';
-import { parseChat } from '../sim/request.js';
-import { createSeq, NO_SALT_ROOT } from '../sim/sequence.js';
-import { frontendMs } from '../sim/timing.js';
-import { SPECIAL } from '../sim/tokenizer.js';
+import type { SimReplicaOptions } from '../sim/config.js';
+import { createVirtualClock } from '../scale/des/clock.js';
+import { createVirtualReplica, type VirtualAnswer } from '../scale/des/replica.js';
 import { messagesOfTokens } from '../sim/index.js';
 import { pick, rng, systemPrompts, textOf, type SharedMode, type SharedOptions, type SharedRun } from './shared.js';
 
@@ -55,98 +50,23 @@ export interface DesSharedOptions extends SharedOptions {
   batchPlacement?: 'least' | 'random' | 'stale';
 }
 
-// A min-heap of timers in time order (FIFO among equal times). The run loop awaits once after each
+// The discrete-event run's virtual clock (bench/scale/des/clock.ts), run with an await after each
 // timer, so the limiter's admissions (promises it resolves inside a release) continue at the
 // virtual instant they were made, before the next timer.
-interface Timer { at: number; order: number; fn: () => void; cancelled: boolean }
 function createClock() {
-  const heap: Timer[] = [];
-  let now = 0;
-  let order = 0;
-  const less = (a: Timer, b: Timer) => a.at < b.at || (a.at === b.at && a.order < b.order);
-  const swap = (i: number, j: number) => { [heap[i], heap[j]] = [heap[j], heap[i]]; };
-  const clock: EngineClock & { run(untilMs: number): Promise<void>; pending(): number } = {
-    now: () => now,
-    pending: () => heap.length,
-    setTimeout(fn, ms) {
-      const t: Timer = { at: now + Math.max(0, ms), order: order++, fn, cancelled: false };
-      heap.push(t);
-      for (let i = heap.length - 1; i > 0 && less(heap[i], heap[(i - 1) >> 1]); i = (i - 1) >> 1) swap(i, (i - 1) >> 1);
-      return t;
+  const clock = createVirtualClock();
+  return Object.assign(clock, {
+    async runAwaiting(untilMs: number): Promise<void> {
+      while (clock.step(untilMs)) await null;
     },
-    clearTimeout(h) {
-      if (h) (h as Timer).cancelled = true;
-    },
-    async run(untilMs) {
-      while (heap.length > 0 && heap[0].at <= untilMs) {
-        const top = heap[0];
-        const last = heap.pop()!;
-        if (heap.length > 0) {
-          heap[0] = last;
-          for (let i = 0; ;) {
-            const l = 2 * i + 1;
-            let m = i;
-            if (l < heap.length && less(heap[l], heap[m])) m = l;
-            if (l + 1 < heap.length && less(heap[l + 1], heap[m])) m = l + 1;
-            if (m === i) break;
-            swap(i, m);
-            i = m;
-          }
-        }
-        if (top.cancelled) continue;
-        now = top.at;
-        top.fn();
-        await null;
-      }
-    },
-  };
-  return clock;
+  });
 }
 
-type Clock = ReturnType<typeof createClock>;
+/** A replica of the shared fleet: the scale run's virtual replica at priority scheduling and this run's threshold. */
+const createReplica = (clock: ReturnType<typeof createClock>, index: number, o: DesSharedOptions) =>
+  createVirtualReplica(clock, index, { outputTokens: { min: o.outputTokens[0], max: o.outputTokens[1] }, schedulingPolicy: 'priority', longPrefillTokenThreshold: o.longPrefill, ...o.replica });
 
-interface Answer { ttftMs: number | null; content: string }
-
-function createReplica(clock: Clock, index: number, o: DesSharedOptions) {
-  const config = resolveConfig({ outputTokens: { min: o.outputTokens[0], max: o.outputTokens[1] }, schedulingPolicy: 'priority', longPrefillTokenThreshold: o.longPrefill, ...o.replica }, index);
-  const pool = createBlockPool(config.kvBlocks, null, config.blockSize);
-  const engine = createEngine(config, pool, { onAdmit() {}, onFirstToken() {}, onToken() {}, onFinish() {}, onPreempt() {} }, clock);
-  let ids = 0;
-  return {
-    /** One streamed chat request: `first` at its first token, `done` when it is complete; `abort` before its first token only. */
-    serve(body: Record<string, unknown>, first: () => void, done: (a: Answer) => void): { abort(): boolean } {
-      const g = parseChat(body, config);
-      if ('status' in g) throw new Error(`replica refused: ${g.status} ${JSON.stringify(g.body)}`);
-      const arrival = clock.now();
-      const plan = planOutput({ seed: config.seed, prompt: g.prompt, length: g.ignoreEos ? { min: g.maxTokens + 1, max: g.maxTokens + 1 } : config.outputTokens, tool: g.tool, eosId: SPECIAL.endOfTurn });
-      let ttftMs: number | null = null;
-      const seq = createSeq({
-        id: `d-${index}-${ids++}`, prompt: g.prompt, root: NO_SALT_ROOT, plan, maxOut: Math.min(plan.ids.length, g.maxTokens), httpArrivalMs: arrival, priority: g.priority,
-        sink: {
-          onToken(_s, i) {
-            if (i !== 0) return;
-            ttftMs = clock.now() - arrival;
-            first();
-          },
-          onFinish(s) {
-            done({ ttftMs, content: plan.deltas.slice(0, s.generated).map((d) => (d.t === 'text' ? d.text : '')).join('') });
-          },
-        },
-      });
-      const due = arrival + frontendMs(config, g.prompt.length);
-      let aborted = false;
-      clock.setTimeout(() => { if (!aborted) engine.submit(seq, due); }, due - arrival);
-      return {
-        abort() {
-          if (aborted || ttftMs !== null) return false;
-          aborted = true;
-          engine.abort(seq);
-          return true;
-        },
-      };
-    },
-  };
-}
+type Answer = VirtualAnswer;
 
 const VOICE: QueuePlace = { batch: false, deadline: Infinity, budgetMs: 0, expireAtDeadline: false };
 const BATCH: QueuePlace = { batch: true, deadline: Infinity, budgetMs: 0, expireAtDeadline: false };
@@ -182,7 +102,7 @@ export async function runSharedDes(mode: SharedMode, o: DesSharedOptions): Promi
       if (o.gateway.preemptBatch && prefill === 'batch' && callers[i] > 0) await new Promise<void>((res) => resume[i].push(res));
       a = await new Promise<Answer | null>((res) => {
         const entry = { abort: () => { if (h.abort()) { cut[i].delete(entry); preemptions++; res(null); } } };
-        const h = replicas[i].serve(body, () => { cut[i].delete(entry); limiters[i].prefilled(prefill); }, res);
+        const h = replicas[i].serve(body, res, () => { cut[i].delete(entry); limiters[i].prefilled(prefill); });
         if (prefill === 'batch') cut[i].add(entry);
       });
     }
@@ -204,7 +124,7 @@ export async function runSharedDes(mode: SharedMode, o: DesSharedOptions): Promi
     // A deploy's warmup: every agent's prompt on every replica, straight to the replicas.
     await Promise.all(replicas.map(async (rep) => {
       for (const system of systems) {
-        await new Promise<void>((res) => rep.serve({ stream: true, messages: [{ role: 'system', content: system }, { role: 'user', content: 'hi' }], max_tokens: 1 }, () => {}, () => res()));
+        await new Promise<void>((res) => rep.serve({ stream: true, messages: [{ role: 'system', content: system }, { role: 'user', content: 'hi' }], max_tokens: 1 }, () => res()));
       }
     }));
     const t0 = clock.now();
@@ -234,11 +154,11 @@ export async function runSharedDes(mode: SharedMode, o: DesSharedOptions): Promi
         if (wait !== null) await wait;
         callers[at]++;
         if (o.gateway.preemptBatch && on) for (const e of [...cut[at]]) e.abort();
-        const a = await new Promise<Answer>((res) => replicas[at].serve(body, () => {
+        const a = await new Promise<Answer>((res) => replicas[at].serve(body, res, () => {
           first = clock.now() + o.gatewayMs;
           limiters[at].prefilled('interactive');
           if (--callers[at] === 0) for (const go of resume[at].splice(0)) go();
-        }, res));
+        }));
         limiters[at].release();
         load[at]--;
         const ttft = first - sent;
@@ -268,7 +188,7 @@ export async function runSharedDes(mode: SharedMode, o: DesSharedOptions): Promi
   let finished = false;
   void main.finally(() => { finished = true; });
   while (!finished) {
-    await clock.run(Infinity);
+    await clock.runAwaiting(Infinity);
     for (let k = 0; k < 16 && !finished && clock.pending() === 0; k++) await null;
     // Nothing is scheduled and the run has not ended: a request lost its wake-up.
     if (!finished && clock.pending() === 0) throw new Error(`shared DES stalled at ${clock.now().toFixed(0)} virtual ms`);

@@ -42,8 +42,6 @@ export interface ExchangeOwner<E> {
   onClientGone(f: () => void): void;
   /** Releases everything held, then reports `ended` once; false when the exchange had already ended. */
   end(ended: E): boolean;
-  /** Settles once the exchange has ended and been reported (made when first read: the drain counts exchanges through `settled` instead). */
-  readonly done: Promise<void>;
 }
 
 /**
@@ -53,7 +51,7 @@ export interface ExchangeOwner<E> {
 export interface ExchangeOwnerDeps<E, C = void> {
   readonly admission: Admission;
   readonly global: Limiter;
-  /** Once per exchange, after every slot was given back: the access line and the router's feedback. Should not throw; if it does, `done` still settles. */
+  /** Once per exchange, after every slot was given back: the access line and the router's feedback. Should not throw; if it does, `settled` is still called. */
   readonly report: (ended: E, ctx: C) => void;
   /** Once per exchange, after `report` (even if it threw): the drain's count of open exchanges. */
   readonly settled?: () => void;
@@ -77,17 +75,9 @@ class Owner<E, C> implements ExchangeOwner<E> {
   private cancelWait: (() => void) | null = null;
   private stallTimer: NodeJS.Timeout | null = null;
   private gone: (() => void) | null = null;
-  private reported = false;
-  private donePromise: Promise<void> | null = null;
-  private resolveDone: (() => void) | null = null;
 
   constructor(readonly res: ServerResponse, private readonly deps: ExchangeOwnerDeps<E, C>, private readonly ctx: C) {
     res.on('close', () => this.closed());
-  }
-
-  get done(): Promise<void> {
-    this.donePromise ??= this.reported ? Promise.resolve() : new Promise<void>((r) => { this.resolveDone = r; });
-    return this.donePromise;
   }
 
   holdKey(k: CountedSlot): void {
@@ -155,9 +145,7 @@ class Owner<E, C> implements ExchangeOwner<E> {
     try {
       this.deps.report(e, this.ctx);
     } finally {
-      this.reported = true;
       this.deps.settled?.();
-      this.resolveDone?.();
     }
     return true;
   }

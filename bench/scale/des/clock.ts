@@ -17,6 +17,8 @@ export interface VirtualClock extends EngineClock {
    * (asked every 1,024 timers); returns timers run.
    */
   run(untilMs: number, stop?: () => boolean): number;
+  /** Runs the next timer due by `untilMs`, if any: false when none is (for a caller that awaits between timers). */
+  step(untilMs: number): boolean;
   pending(): number;
 }
 
@@ -54,7 +56,7 @@ export function createVirtualClock(): VirtualClock {
     }
     return top;
   };
-  return {
+  const clock: VirtualClock = {
     now: () => now,
     setTimeout(fn, ms) {
       const t: Timer = { at: now + Math.max(0, ms), order: order++, fn, cancelled: false };
@@ -66,16 +68,20 @@ export function createVirtualClock(): VirtualClock {
     },
     run(untilMs, stop) {
       let n = 0;
+      while (!(stop && (n & 1023) === 0 && stop()) && clock.step(untilMs)) n++;
+      return n;
+    },
+    step(untilMs) {
       while (heap.length > 0 && heap[0].at <= untilMs) {
-        if (stop && (n & 1023) === 0 && stop()) break;
         const t = pop();
         if (t.cancelled) continue;
         now = t.at;
         t.fn();
-        n++;
+        return true;
       }
-      return n;
+      return false;
     },
     pending: () => heap.length,
   };
+  return clock;
 }

@@ -3,7 +3,7 @@
 // adds is its frontend delay (timing.ts frontendMs), applied here before the engine sees the
 // request, as bench/sim/generate.ts does.
 
-import { resolveConfig, type SimConfig } from '../../sim/config.js';
+import { resolveConfig, type SimConfig, type SimReplicaOptions } from '../../sim/config.js';
 import { createEngine, type Engine } from '../../sim/engine.js';
 import { createBlockPool, type BlockPool } from '../../sim/kv-cache.js';
 import { planOutput } from '../../sim/output.js';
@@ -33,14 +33,18 @@ export interface VirtualReplica {
   /** Queries and hits of the prefix cache at first admission, as vllm:prefix_cache_* count them. */
   queries: number;
   hits: number;
-  /** Serves one chat request; `done` runs in virtual time when its answer is complete. */
-  serve(body: Record<string, unknown>, done: (a: VirtualAnswer) => void): void;
+  /**
+   * Serves one chat request; `first` runs in virtual time at its first token, `done` when its
+   * answer is complete. `abort` cancels it before its first token (false once that has come).
+   */
+  serve(body: Record<string, unknown>, done: (a: VirtualAnswer) => void, first?: () => void): { abort(): boolean };
 }
 
 let ids = 0;
 
-export function createVirtualReplica(clock: VirtualClock, index: number, knobs: { kvBlocks: number; outputTokens: [number, number] }): VirtualReplica {
-  const config = resolveConfig({ kvBlocks: knobs.kvBlocks, outputTokens: { min: knobs.outputTokens[0], max: knobs.outputTokens[1] } }, index);
+/** `options`: the simulator's replica knobs (capacity, timing, scheduling policy, output lengths). */
+export function createVirtualReplica(clock: Pick<VirtualClock, 'now' | 'setTimeout' | 'clearTimeout'>, index: number, options: SimReplicaOptions): VirtualReplica {
+  const config = resolveConfig(options, index);
   const pool = createBlockPool(config.kvBlocks, null, config.blockSize);
   const r: VirtualReplica = {
     name: config.name, config, pool, queries: 0, hits: 0,
@@ -55,21 +59,26 @@ export function createVirtualReplica(clock: VirtualClock, index: number, knobs: 
       onFinish() {},
       onPreempt() {},
     }, clock),
-    serve(body, done) {
+    serve(body, done, first) {
       const g = parseChat(body, config);
       const arrival = clock.now();
       if ('status' in g) {
         done({ ttftMs: null, content: '', toolCall: null, finishReason: null, promptTokens: 0, cachedTokens: 0, error: `${g.status} ${g.body}` });
-        return;
+        return { abort: () => false };
       }
-      const plan = planOutput({ seed: config.seed, prompt: g.prompt, length: config.outputTokens, tool: g.tool, eosId: SPECIAL.endOfTurn });
+      // ignore_eos: the answer runs to its max_tokens, as vLLM's does (generate.ts).
+      const length = g.ignoreEos ? { min: g.maxTokens + 1, max: g.maxTokens + 1 } : config.outputTokens;
+      const plan = planOutput({ seed: config.seed, prompt: g.prompt, length, tool: g.tool, eosId: SPECIAL.endOfTurn });
       let ttftMs: number | null = null;
+      let aborted = false;
       const seq = createSeq({
         id: `v-${ids++}`, prompt: g.prompt, root: g.cacheSalt === undefined ? NO_SALT_ROOT : saltRoot(g.cacheSalt), plan,
-        maxOut: Math.min(plan.ids.length, g.maxTokens), httpArrivalMs: arrival,
+        maxOut: Math.min(plan.ids.length, g.maxTokens), httpArrivalMs: arrival, priority: g.priority,
         sink: {
           onToken(_s, index) {
-            if (index === 0) ttftMs = clock.now() - arrival;
+            if (index !== 0) return;
+            ttftMs = clock.now() - arrival;
+            first?.();
           },
           onFinish(s, reason) {
             const natural = s.generated >= plan.ids.length;
@@ -83,7 +92,15 @@ export function createVirtualReplica(clock: VirtualClock, index: number, knobs: 
         },
       });
       const due = arrival + frontendMs(config, g.prompt.length);
-      clock.setTimeout(() => r.engine.submit(seq, due), due - arrival);
+      clock.setTimeout(() => { if (!aborted) r.engine.submit(seq, due); }, due - arrival);
+      return {
+        abort() {
+          if (aborted || ttftMs !== null) return false;
+          aborted = true;
+          r.engine.abort(seq);
+          return true;
+        },
+      };
     },
   };
   return r;

@@ -84,7 +84,7 @@ function viewOf(name: string, capacityTokens: number): ReplicaView & { inflight:
 
 export function runDes(o: DesOptions): DesRun {
   const clock = createVirtualClock();
-  const replicas = Array.from({ length: o.replicas }, (_, i) => createVirtualReplica(clock, i, { kvBlocks: o.kvBlocks, outputTokens: o.outputTokens }));
+  const replicas = Array.from({ length: o.replicas }, (_, i) => createVirtualReplica(clock, i, { kvBlocks: o.kvBlocks, outputTokens: { min: o.outputTokens[0], max: o.outputTokens[1] } }));
   const byName = new Map(replicas.map((r) => [r.name, r]));
   const store = createMemorySessionStore({ maxSessions: 1_000_000, ttlMs: 3_600_000 });
   // Every pod's view of the one store, with the activity channel's fleet view between them.
