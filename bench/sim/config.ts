@@ -2,6 +2,7 @@
 // figures (vLLM 0.25.1, gemma-4-31B-it FP8 on one H100). README.md derives each number.
 
 import type { Fault } from './faults.js';
+import type { KvModel } from './kv-cache.js';
 import type { KvEventsOptions } from './kv-events.js';
 
 export interface TimingKnobs {
@@ -49,6 +50,13 @@ export interface CapacityKnobs {
    * for the step after. Off by default here: the calibration's figures were fitted without it.
    */
   asyncScheduling: boolean;
+  /**
+   * `vllm` (the default): the block pool and admission as vLLM 0.32's, checked against recorded
+   * runs (bench/calibrate): a null block, partial blocks reused before cached ones are evicted,
+   * and a waiting request admitted only when blocks for its whole prompt are free
+   * (`scheduler_reserve_full_isl`, on by default). `naive`: the model before that check.
+   */
+  kvModel: KvModel;
 }
 
 export interface OutputKnobs {
@@ -111,6 +119,7 @@ export const H100_CAPACITY: Readonly<CapacityKnobs> = Object.freeze({
   longPrefillTokenThreshold: 0,
   maxWaiting: Number.POSITIVE_INFINITY,
   asyncScheduling: false,
+  kvModel: 'vllm',
 });
 
 /** A replica whose KV cache holds only 128 blocks (2,048 tokens): for eviction and preemption tests. */
@@ -152,6 +161,7 @@ export function resolveConfig(opts: SimReplicaOptions = {}, index = 0): SimConfi
     longPrefillTokenThreshold: pick(opts.longPrefillTokenThreshold, H100_CAPACITY.longPrefillTokenThreshold),
     maxWaiting: pick(opts.maxWaiting, H100_CAPACITY.maxWaiting),
     asyncScheduling: pick(opts.asyncScheduling, H100_CAPACITY.asyncScheduling),
+    kvModel: pick(opts.kvModel, H100_CAPACITY.kvModel),
     outputTokens: { min: out.min, max: out.max },
     enablePromptTokensDetails: pick(opts.enablePromptTokensDetails, true),
     enablePrefixCaching: pick(opts.enablePrefixCaching, true),

@@ -172,6 +172,10 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
       }
       const computed = hits.length * bs;
       const n = Math.min(chunkOf(seq.tokens.length - computed), budget);
+      // vLLM 0.32 admits a waiting request only when blocks for all of its tokens are free, not
+      // just for its first chunk (scheduler_reserve_full_isl, on by default): concurrent prefills
+      // then queue instead of preempting each other halfway.
+      if (cfg.kvModel === 'vllm' && !pool.canAllocate(hits, Math.ceil(Math.min(seq.tokens.length, cfg.maxModelLen) / bs) - hits.length)) break;
       if (!grow(seq, computed + n, hits)) break;
       waiting.splice(w, 1);
       seq.numComputed = computed;

@@ -37,6 +37,7 @@ export const KNOB_OPTIONS: ParseArgsConfig['options'] = {
   'root': { type: 'string' },
   'cache-dtype': { type: 'string' },
   'scheduling-policy': { type: 'string' },
+  'kv-model': { type: 'string' },
   'output-tokens': { type: 'string' },
   'no-prompt-tokens-details': { type: 'boolean' },
   'no-prefix-caching': { type: 'boolean' },
@@ -64,6 +65,11 @@ export function knobsFromArgs(values: Record<string, unknown>): SimReplicaOption
     if (policy !== 'fcfs' && policy !== 'priority') throw new Error(`--scheduling-policy is fcfs or priority, got ${String(policy)}`);
     opts.schedulingPolicy = policy;
   }
+  const kvModel = values['kv-model'];
+  if (kvModel !== undefined) {
+    if (kvModel !== 'vllm' && kvModel !== 'naive') throw new Error(`--kv-model is vllm or naive, got ${String(kvModel)}`);
+    opts.kvModel = kvModel;
+  }
   if (typeof values['output-tokens'] === 'string') {
     const [min, max] = values['output-tokens'].split('-').map(Number);
     opts.outputTokens = { min, max: max ?? min };
@@ -84,6 +90,7 @@ export function knobHelp(): string {
     '  --model NAME'.padEnd(32) + 'served model name',
     '  --root NAME'.padEnd(32) + 'weights behind the served name in /v1/models (the served name)',
     '  --scheduling-policy P'.padEnd(32) + 'vLLM --scheduling-policy: fcfs (default; a priority is refused) or priority',
+    '  --kv-model M'.padEnd(32) + "vllm (default): vLLM 0.32's block pool and admission; naive: the model before it was checked",
     '  --cache-dtype D'.padEnd(32) + 'vLLM --kv-cache-dtype as reported in vllm:cache_config_info (auto)',
     '  --output-tokens MIN-MAX'.padEnd(32) + 'natural answer length range (20-60)',
     '  --no-prompt-tokens-details'.padEnd(32) + 'leave usage.prompt_tokens_details out',

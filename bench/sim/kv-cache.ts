@@ -3,9 +3,15 @@
 // - blocks referenced by a running request are pinned (ref > 0);
 // - unreferenced blocks sit in a free queue and keep their hash until the queue hands them out
 //   again, which is the eviction (least recently freed first);
-// - a finished request frees its blocks tail-first, so a prefix's last blocks go before its first.
+// - a finished request frees its blocks tail-first, so a prefix's last blocks go before its first;
+// - as vLLM 0.32's block pool (`v1/core/block_pool.py`), checked against recorded vLLM runs
+//   (bench/calibrate): one block of `num_gpu_blocks` is the null block and never holds KV, and a
+//   freed block with no hash (a partial tail block) goes to the front of the free queue, reused
+//   before any cached block is evicted. `model: 'naive'` keeps the model as it was before that
+//   check (every block usable, every freed block at the back), for comparisons.
 
 export interface BlockPool {
+  /** Blocks that can hold KV (vLLM's num_gpu_blocks less its null block). */
   readonly total: number;
   freeCount(): number;
   /** vLLM's kv_cache_usage: 1 - free/total, where cached-but-unreferenced blocks count as free. */
@@ -34,7 +40,12 @@ export interface PoolEvents {
   cleared(): void;
 }
 
-export function createBlockPool(total: number, events: PoolEvents | null = null, blockSize = 16): BlockPool {
+/** How faithfully the pool follows vLLM's: `vllm` (0.32's block pool) or `naive` (before it was checked). */
+export type KvModel = 'vllm' | 'naive';
+
+/** `numGpuBlocks`: vLLM's num_gpu_blocks; under the vllm model one of them is the null block. */
+export function createBlockPool(numGpuBlocks: number, events: PoolEvents | null = null, blockSize = 16, model: KvModel = 'vllm'): BlockPool {
+  const total = model === 'vllm' ? Math.max(0, numGpuBlocks - 1) : numGpuBlocks;
   const head = total; // sentinel
   const prev = new Int32Array(total + 1);
   const next = new Int32Array(total + 1);
@@ -49,6 +60,15 @@ export function createBlockPool(total: number, events: PoolEvents | null = null,
     prev[next[id]] = prev[id];
     inFree[id] = 0;
     free--;
+  }
+  function prepend(id: number): void {
+    const first = next[head];
+    prev[first] = id;
+    next[id] = first;
+    prev[id] = head;
+    next[head] = id;
+    inFree[id] = 1;
+    free++;
   }
   function append(id: number): void {
     const last = prev[head];
@@ -121,10 +141,16 @@ export function createBlockPool(total: number, events: PoolEvents | null = null,
     },
     isCached: (id) => hashOf[id] >= 0,
     release(ids) {
+      // vLLM prepends the uncached ones as one run in freeing order (prepend_n); the tail-first
+      // order among them decides nothing, they hold no prefix.
+      const uncached: number[] = [];
       for (let k = ids.length - 1; k >= 0; k--) {
         const id = ids[k];
-        if (--ref[id] === 0) append(id);
+        if (--ref[id] !== 0) continue;
+        if (model === 'vllm' && hashOf[id] < 0) uncached.push(id);
+        else append(id);
       }
+      for (let k = uncached.length - 1; k >= 0; k--) prepend(uncached[k]);
     },
     reset,
   };

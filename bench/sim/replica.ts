@@ -105,7 +105,7 @@ function engineHooks(metrics: Metrics, cfg: SimConfig, tracer: SimTracer | null)
 export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Promise<SimReplica> {
   const cfg = resolveConfig(opts, index);
   const kv = opts.kvEvents ? await startKvPublisher(cfg.host, opts.kvEvents === true ? {} : opts.kvEvents) : null;
-  const pool = createBlockPool(cfg.kvBlocks, kv?.sink ?? null, cfg.blockSize);
+  const pool = createBlockPool(cfg.kvBlocks, kv?.sink ?? null, cfg.blockSize, cfg.kvModel);
   const metrics = createMetrics(cfg);
   const tracer = opts.otlpTracesEndpoint ? createSimTracer(opts.otlpTracesEndpoint, cfg.name) : null;
   const engine = createEngine(cfg, pool, engineHooks(metrics, cfg, tracer));

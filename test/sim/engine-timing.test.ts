@@ -16,7 +16,7 @@ import { stepMs } from '../../bench/sim/timing.js';
 function ttftBeside(opts: SimReplicaOptions, atMs: number): { ttft: number; step: number } {
   const cfg = resolveConfig({ outputTokens: { min: 5, max: 5 }, ...opts });
   const clock = createVirtualClock();
-  const engine = createEngine(cfg, createBlockPool(cfg.kvBlocks, null, cfg.blockSize), { onAdmit() {}, onFirstToken() {}, onToken() {}, onFinish() {}, onPreempt() {} }, clock);
+  const engine = createEngine(cfg, createBlockPool(cfg.kvBlocks, null, cfg.blockSize, cfg.kvModel), { onAdmit() {}, onFirstToken() {}, onToken() {}, onFinish() {}, onPreempt() {} }, clock);
   const firsts = new Map<string, number>();
   const seq = (id: string, tokens: number) => createSeq({
     id, prompt: Array.from({ length: tokens }, (_, i) => (i * 7919 + id.length * 31) % 30_000 + 10), root: NO_SALT_ROOT,

@@ -68,7 +68,7 @@ test('the next turn hits through the previous answer when it is sent back verbat
 });
 
 test('least recently freed blocks are evicted first, and a tail goes before its head', () => {
-  const pool = createBlockPool(4);
+  const pool = createBlockPool(5); // 4 usable: vLLM keeps one as its null block
   const a = pool.allocate(2);
   a.forEach((id, i) => pool.cache(id, 100 + i));
   const b = pool.allocate(2);
@@ -131,10 +131,10 @@ test('a request whose blocks do not fit waits in the queue until blocks are free
 
 test('when the KV cache runs out mid-decode the newest request is preempted, recomputed, and both finish', async (t) => {
   const r = await replica(t, { ...FAST, ...TINY_KV, outputTokens: { min: 200, max: 200 } });
-  // Both 1009-token prompts fit (64 + 64 blocks) but cannot both grow to 1209 tokens.
+  // Both 899-token prompts fit (57 + 57 of the 127 usable blocks) but cannot both grow to 1099 tokens.
   const [ra, rb] = await Promise.all([
-    chat(r.url, { messages: user(text(1000, 'a')) }),
-    chat(r.url, { messages: user(text(1000, 'b')) }),
+    chat(r.url, { messages: user(text(890, 'a')) }),
+    chat(r.url, { messages: user(text(890, 'b')) }),
   ]);
   assert.ok(ra.done && rb.done);
   assert.equal(ra.usage?.completion_tokens, 200);

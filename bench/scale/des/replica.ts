@@ -45,7 +45,7 @@ let ids = 0;
 /** `options`: the simulator's replica knobs (capacity, timing, scheduling policy, output lengths). */
 export function createVirtualReplica(clock: Pick<VirtualClock, 'now' | 'setTimeout' | 'clearTimeout'>, index: number, options: SimReplicaOptions): VirtualReplica {
   const config = resolveConfig(options, index);
-  const pool = createBlockPool(config.kvBlocks, null, config.blockSize);
+  const pool = createBlockPool(config.kvBlocks, null, config.blockSize, config.kvModel);
   const r: VirtualReplica = {
     name: config.name, config, pool, queries: 0, hits: 0,
     engine: createEngine(config, pool, {
