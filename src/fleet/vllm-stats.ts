@@ -48,7 +48,8 @@ export function parseVllmMetrics(text: string): VllmStats | null {
       case 'vllm:cache_config_info': {
         const blocks = Number(label(m[2] ?? '', 'num_gpu_blocks'));
         const size = Number(label(m[2] ?? '', 'block_size'));
-        if (blocks > 0 && size > 0) s.kvCapacityTokens = (s.kvCapacityTokens ?? 0) + blocks * size;
+        // One of num_gpu_blocks is vLLM's null block, which never holds KV (v1/core/block_pool.py).
+        if (blocks > 1 && size > 0) s.kvCapacityTokens = (s.kvCapacityTokens ?? 0) + (blocks - 1) * size;
         s.cacheConfigLabels ??= labelsOf(m[2] ?? '');
         seen = true;
         break;

@@ -16,7 +16,7 @@ describe('vLLM /metrics', () => {
       'vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.3',
       'vllm:cache_config_info{block_size="16",enable_prefix_caching="True",num_gpu_blocks="1000"} 1.0',
     ].join('\n');
-    assert.deepEqual(parseVllmMetrics(text), { running: 5, waiting: 4, kvUsage: 0.4, kvCapacityTokens: 16_000, startTimeSeconds: null, prefixQueries: null, cacheConfigLabels: { block_size: '16', enable_prefix_caching: 'True', num_gpu_blocks: '1000' } });
+    assert.deepEqual(parseVllmMetrics(text), { running: 5, waiting: 4, kvUsage: 0.4, kvCapacityTokens: 999 * 16, startTimeSeconds: null, prefixQueries: null, cacheConfigLabels: { block_size: '16', enable_prefix_caching: 'True', num_gpu_blocks: '1000' } });
   });
 
   it('is null for an upstream that is not vLLM, rather than an idle replica', () => {
@@ -29,7 +29,7 @@ describe('vLLM /metrics', () => {
       const text = await (await request(`${r.url}/metrics`)).body.text();
       const s = parseVllmMetrics(text);
       assert.ok(s);
-      assert.equal(s.kvCapacityTokens, r.config.kvBlocks * r.config.blockSize);
+      assert.equal(s.kvCapacityTokens, (r.config.kvBlocks - 1) * r.config.blockSize, 'num_gpu_blocks less the null block');
       assert.equal(s.running, 0);
     } finally {
       await r.close();

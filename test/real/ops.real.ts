@@ -47,7 +47,7 @@ describe('real vLLM: operations', () => {
     const b = parseVllmMetrics(simText)!;
     assert.ok(a && b);
     for (const k of Object.keys(a) as (keyof typeof a)[]) assert.equal(typeof a[k], typeof b[k], `${k}: both ${typeof a[k]}`);
-    assert.equal(a.kvCapacityTokens, 48 * 128, 'num_gpu_blocks (48) × block_size (128 on CPU)');
+    assert.equal(a.kvCapacityTokens, 47 * 128, 'num_gpu_blocks (48) less the null block, × block_size (128 on CPU)');
     assert.ok(a.startTimeSeconds! > 1.7e9 && a.startTimeSeconds! < Date.now() / 1000);
     // The cache_config_info labels warmroute multiplies are there in both.
     for (const text of [real, simText]) assert.match(text, /^vllm:cache_config_info\{[^}]*block_size="\d+"[^}]*num_gpu_blocks="\d+"/m);

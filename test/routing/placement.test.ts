@@ -8,7 +8,8 @@ import { counterSum, waitFor } from '../store/redis-server.js';
 // prompts of 500 + 100·i tokens (≈ 4 characters a token): no replica can hold them all, so
 // placement is capacity-aware from the fifth agent on.
 const KV_BLOCKS = 200;
-const CAPACITY = KV_BLOCKS * 16;
+// What the gateway reads: num_gpu_blocks less vLLM's null block.
+const CAPACITY = (KV_BLOCKS - 1) * 16;
 const promptTokensOf = (i: number) => 500 + 100 * i;
 const agent = (i: number) => {
   const head = `Agent ${i} of the clinic line. `;
@@ -182,6 +183,28 @@ describe('working sets and the placement rule, on their own', () => {
     });
     // r0: 900 + 200 − 1000 = 100 over; r1: 850 + 700 − 1000 = 550 over; r2: 650 over.
     assert.deepEqual(p, { index: 0, reason: 'capacity' });
+  });
+
+  it('nothing fits anywhere and the agent is new: it is contained where the cache already overflows, and the replica that still fits stays warm', async () => {
+    const { placeByCapacity } = await import('../../src/routing/placement.js');
+    const set = (tokens: number, sessions: number, agents: [string, number][] = []) => ({ tokens, sessions, agents: new Map(agents) });
+    const input = {
+      candidates: ['r0', 'r1'].map(view),
+      // r0 holds 3 prompts and still fits; r1 holds 5 and already overflows.
+      sets: [set(4500, 3, [['a', 1500], ['b', 1500], ['c', 1500]]), set(7500, 5, [['d', 1500], ['e', 1500], ['f', 1500], ['g', 1500], ['h', 1500]])],
+      capacity: [6000, 6000],
+      agent: { key: 'new', tokens: 1400 },
+      ownTokens: 100,
+      indexed: [false, false],
+      loadOk: [true, true],
+      homeLoadOk: [true, true],
+      fill: 0.9,
+      loadFactor: 2,
+      homeLoadFactor: 2,
+    };
+    assert.deepEqual(placeByCapacity(input), { index: 1, reason: 'capacity' });
+    // Under the load bound, r1 may take no more: the session goes to r0 after all.
+    assert.deepEqual(placeByCapacity({ ...input, loadOk: [true, false] }), { index: 0, reason: 'capacity' });
   });
 
   it('an agent new to the fleet goes where the most cache is free, not where the fewest sessions are', async () => {
