@@ -73,6 +73,8 @@ describe('picker: affinity decision', () => {
     ['fresh placement skips replicas past their share of recent traffic', { room: [false, true, false, true] }, rv('session-1', [1, 3]), 'placed'],
     ['no replica with traffic room: the in-flight bound alone decides', { room: [false, false, false, false] }, rv('session-1', [0, 1, 2, 3]), 'placed'],
     ['a spill goes to a replica with traffic room even if another is cheaper', { home: 2, candidates: mk([900, 300, 900, 500], [0, 0, 100, 0]), room: [true, false, true, true] }, 'r3', 'spill'],
+    ['under KV pressure a spill skips a replica whose working set would no longer fit', { home: 2, candidates: mk([900, 300, 900, 500], [0, 0, 100, 0]), spillOk: (i) => i !== 1 }, 'r3', 'spill'],
+    ['under KV pressure with no replica to take it, the session stays home', { home: 2, candidates: mk([900, 300, 900, 900], [0, 0, 100, 0]), spillOk: (i) => i === 2 }, 'r2', 'pinned'],
     ['pinned replica gone: failover', { pinLost: true }, rv('session-1', [0, 1, 2, 3]), 'failover'],
     ['no key at all: the cheapest', { placementKey: null, candidates: mk([300, 200, 100, 400]) }, 'r2', 'placed'],
   ];

@@ -46,6 +46,12 @@ export interface PickInput {
    * candidate's capacity is unknown and the caches hold every agent everywhere.
    */
   readonly byCapacity?: Placement | null;
+  /**
+   * Whether a cost spill may land on candidate i, asked only when one is about to happen. Under
+   * KV pressure: only where the request's prompt fits the working set, or where the cache
+   * overflows already; a replica whose working set fits keeps it warm (absent: anywhere).
+   */
+  readonly spillOk?: (i: number) => boolean;
 }
 
 export interface PickResult {
@@ -88,7 +94,8 @@ export function pickAffinity(p: PickInput): PickResult {
   if (home >= 0) {
     const away = (i: number) => i !== home;
     if (hard(home)) {
-      const best = p.coolingDown ? -1 : cheapest((i) => away(i) && soft(i));
+      const spillOk = p.spillOk ?? (() => true);
+      const best = p.coolingDown ? -1 : cheapest((i) => away(i) && soft(i) && spillOk(i));
       chosen = best >= 0 && cost[best] < cost[home] - p.tieMs ? best : home;
     } else {
       // Over the hard cap: move, to the cheapest replica with room, else the least full one.
@@ -190,6 +197,24 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
     });
   }
 
+  /**
+   * Under KV pressure, where a spill may go: a replica whose working set still has room for the
+   * request's uncached tokens, or one that overflows already (it evicts anyway). A replica whose
+   * working set fits, but would not with this request, is left alone: a request that is cold
+   * there would evict what its own sessions will ask for again. Without pressure, anywhere.
+   */
+  function spillTargets(ctx: RouteContext, candidates: readonly ReplicaView[], picks: readonly PickCandidate[]): boolean[] {
+    if (!ctx.pressured!(candidates)) return candidates.map(() => true);
+    const scale = d.cost.tokenScale();
+    const fill = o.capacityFill;
+    return candidates.map((r, i) => {
+      if (r.kvCapacityTokens === null || r.kvCapacityTokens <= 0) return true;
+      const room = fill * r.kvCapacityTokens;
+      const set = d.workingSet.of(r.name, ctx.now).tokens * scale;
+      return set > room || set + Math.max(0, ctx.identity.promptTokens - picks[i].matched) * scale <= room;
+    });
+  }
+
   return {
     name: 'affinity',
     pick(ctx, candidates, scores) {
@@ -219,11 +244,17 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
         return { replica: r, matched, estimateMs: d.cost.estimate(r.name, id.promptTokens - matched, r.waiting, runningOf(r)), bonusMs: o.scoreMs * scores[i] };
       });
       const avoided = ctx.avoid !== null && !candidates.some((r) => r.name === ctx.avoid);
+      let spillOk: ((i: number) => boolean) | undefined;
+      if (home >= 0 && ctx.pressured !== undefined) {
+        let fitsOrOver: boolean[] | null = null;
+        spillOk = (i) => (fitsOrOver ??= spillTargets(ctx, candidates, picks))[i];
+      }
       const caps = loadCaps(candidates, o.loadFactor, o.hardCapFactor, o.hardCapMin, ctx.fleet);
       const pick = pickAffinity({
         candidates: picks,
         caps,
         byCapacity: home < 0 ? byCapacity(ctx, candidates, caps) : null,
+        spillOk,
         // A keyed session's first placement ignores this gateway's traffic history, so that
         // every gateway places it the same way; keyless placements and spills use it.
         room: home < 0 && id.sessionKey !== null ? candidates.map(() => true) : trafficRoom(candidates, d.traffic, t, o.loadFactor, ctx.fleet),
