@@ -87,7 +87,10 @@ async function replay(a: Flags, out: string): Promise<void> {
   const { closedReplay } = await import('./closed-replay.js');
   const rows = compareTraces(traces, { timing: CPU_TINY_TIMING, fidelity: model });
   for (const [i, t] of traces.entries()) {
-    if (!a['no-ideal']) rows[i].ideal = { best: bestPlacement(t, { timing: CPU_TINY_TIMING, kvModel: model }).hitRate, pooled: pooledBoundHitRate(t), unbounded: unboundedHitRate(t) };
+    if (!a['no-ideal']) {
+      const b = bestPlacement(t, { timing: CPU_TINY_TIMING, kvModel: model });
+      rows[i].ideal = { best: b.hitRate, bestShape: b.bestShape, pooled: pooledBoundHitRate(t), unbounded: unboundedHitRate(t) };
+    }
     if (a.closed) {
       const c = await closedReplay(t, { strategy: t.strategy, timing: CPU_TINY_TIMING, kvModel: model, kvEvents: t.strategy === 'affinity' });
       rows[i].closedHitRate = c.hitRate;

@@ -26,7 +26,7 @@ export interface ComparisonRow {
   /** The same requests through the same router against the simulated fleet (closed-replay.ts), when run. */
   closedHitRate?: number;
   /** ideal.ts: the best group placement on vLLM's eviction, the pooled bound, unbounded caches. */
-  ideal?: { best: number; pooled: number; unbounded: number };
+  ideal?: { best: number; bestShape: { shape: string; median: number } | null; pooled: number; unbounded: number };
 }
 
 export interface CompareOptions {
@@ -65,12 +65,13 @@ const pts = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`;
  */
 export function comparisonMarkdown(rows: readonly ComparisonRow[]): string {
   const lines = [
-    '| workload | router | requests | real | simulator, same placement | error | requests exact | simulator, router deciding | error | ideal (best placement) | real, of ideal | pooled bound | unbounded |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| workload | router | requests | real | simulator, same placement | error | requests exact | simulator, router deciding | error | ideal (best placement) | real, of ideal | best shape\'s median | pooled bound | unbounded |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map((r) => [
       r.workload, r.strategy, r.requests, pct(r.countersHitRate), pct(r.predictedHitRate), pts(r.errorPoints), pct(r.exactShare),
       pct(r.closedHitRate), r.closedHitRate === undefined ? '—' : pts(100 * (r.closedHitRate - r.servedHitRate)),
-      pct(r.ideal?.best), r.ideal ? pct(r.countersHitRate / r.ideal.best) : '—', pct(r.ideal?.pooled), pct(r.ideal?.unbounded),
+      pct(r.ideal?.best), r.ideal ? pct(r.countersHitRate / r.ideal.best) : '—',
+      r.ideal?.bestShape ? `${pct(r.ideal.bestShape.median)} (${r.ideal.bestShape.shape})` : '—', pct(r.ideal?.pooled), pct(r.ideal?.unbounded),
     ].join(' | ')).map((l) => `| ${l} |`),
   ];
   return `${lines.join('\n')}\n`;

@@ -17,6 +17,9 @@
 //
 // The last is the ideal the goals are measured against ("% of ideal"): it is what a router that
 // knew the whole trace in advance, and placed by groups as warmroute does, would get from vLLM.
+// When the search is exhaustive it also gives the best shape's median placement: what a router
+// that knows how many groups each replica should keep, but not which ones the future favours,
+// gets in expectation.
 
 import { blockHash } from '../sim/hash.js';
 import { replayEngine, type ReplayOptions } from './engine-replay.js';
@@ -114,6 +117,13 @@ export function pooledBoundHitRate(trace: Trace): number {
 
 export interface PlacementIdeal {
   hitRate: number;
+  /**
+   * When searched exhaustively: the shape (groups per replica) whose median placement is best,
+   * and that median. A router that does not know the order requests will come in can pick the
+   * shape but not which groups fill it: this is what it gets in expectation, where `hitRate` is
+   * the luckiest placement with hindsight.
+   */
+  bestShape: { shape: string; median: number } | null;
   /** group → replica index of the best placement found. */
   placement: Record<string, number>;
   /** Placements replayed. */
@@ -142,12 +152,17 @@ export function bestPlacement(trace: Trace, o: ReplayOptions, budget = 3000): Pl
   };
   let best = new Map<string, number>(groups.map((g) => [g, 0]));
   let bestRate = -1;
+  const byShape = new Map<string, number[]>();
   const consider = (assign: Map<string, number>) => {
     const s = score(assign);
     if (s > bestRate) {
       bestRate = s;
       best = new Map(assign);
     }
+    const counts = new Array<number>(R).fill(0);
+    for (const rep of assign.values()) counts[rep]++;
+    const shape = counts.sort((a, b) => b - a).join('/');
+    byShape.set(shape, [...(byShape.get(shape) ?? []), s]);
   };
   // Enumerate assignments of `units` (groups, or shared prompts) with the first fixed on replica 0.
   const enumerate = (units: readonly string[][]) => {
@@ -190,5 +205,13 @@ export function bestPlacement(trace: Trace, o: ReplayOptions, budget = 3000): Pl
       }
     }
   }
-  return { hitRate: bestRate, placement: Object.fromEntries(best), tried, exhaustive };
+  let bestShape: PlacementIdeal['bestShape'] = null;
+  if (exhaustive) {
+    for (const [shape, rates] of byShape) {
+      const sorted = [...rates].sort((a, b) => a - b);
+      const median = sorted[sorted.length >> 1];
+      if (bestShape === null || median > bestShape.median) bestShape = { shape, median };
+    }
+  }
+  return { hitRate: bestRate, bestShape, placement: Object.fromEntries(best), tried, exhaustive };
 }

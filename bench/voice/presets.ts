@@ -36,6 +36,18 @@ export const PRESETS: Record<string, Preset> = {
     about: 'few agents, long sessions: 4 agents of 2-3K-token prompts, 48 sessions × 24 turns, 4 replicas of 2,500 KV blocks (the histories fill the caches)',
     flags: { ...PRESSURE, groups: '4', 'system-tokens': '2000-3000', turns: '24', strategies: ['affinity', 'oracle'].join(',') },
   },
+  // More prompt than the whole fleet holds: 40 agents of 3-6K tokens (~180K) against 4 × 40K.
+  // Some agents must be cold; which ones stay warm decides the hit rate. The oracle's i mod 4
+  // spreads the overflow over every replica.
+  oversubscribed: {
+    about: 'more prompt than the fleet holds: 40 agents of 3-6K-token prompts (~180K tokens), 80 sessions × 6 turns, 4 replicas of 2,500 KV blocks',
+    flags: { ...PRESSURE, groups: '40', sessions: '80', turns: '6', strategies: ['round-robin', 'session-hash', 'affinity', 'oracle'].join(',') },
+  },
+  // The real CPU fleet's shape in the simulator: 2 replicas that together hold about 8 of 12 agents.
+  'oversubscribed-2': {
+    about: 'the real fleet\'s shape: 12 agents of 3-6K-token prompts (~54K tokens) on 2 replicas of 1,200 KV blocks (38K: about 8 agents), 24 sessions × 8 turns',
+    flags: { ...PRESSURE, replicas: '2', groups: '12', sessions: '24', turns: '8', 'kv-blocks': '1200', strategies: ['round-robin', 'session-hash', 'affinity', 'oracle'].join(',') },
+  },
   ramp: {
     about: 'tenants × users: 10 agents, 64 sessions × 8 turns starting at a rising rate over 60 s, 4 replicas of 2,500 blocks',
     flags: { ...PRESSURE, groups: '10', sessions: '64', turns: '8', 'start-spread-ms': '60000', 'start-ramp': true },
