@@ -58,7 +58,7 @@ async function record(a: Flags, out: string): Promise<void> {
         const g = await startGateway(urls, strategy, [], kv);
         try {
           const t0 = Date.now();
-          const trace = await recordRun({ url: g.url, replicas: urls, model: SERVED_MODEL, replicaIndex: (n) => (n === null ? -1 : hosts.indexOf(n)) }, { workloadName: name, workload, strategy, engine, run: round * 100 + Date.now() % 97 });
+          const trace = await recordRun({ url: g.url, replicas: urls, kvEvents: state.replicas.map((r) => r.kvEvents!), model: SERVED_MODEL, replicaIndex: (n) => (n === null ? -1 : hosts.indexOf(n)) }, { workloadName: name, workload, strategy, engine, run: round * 100 + Date.now() % 97 });
           const file = join(out, 'traces', `${name}.${strategy}.${trace.when.replace(/[:.]/g, '-')}.json`);
           writeTrace(file, trace);
           const q = trace.counters.reduce((s, c) => s + c.queries, 0);

@@ -4,7 +4,7 @@
 
 import type { TimingKnobs } from '../sim/config.js';
 import type { KvModel } from '../sim/kv-cache.js';
-import { replayEngine } from './engine-replay.js';
+import { replayEngineWithEvents } from './engine-replay.js';
 import { hitRate, type Trace } from './trace.js';
 
 export interface ComparisonRow {
@@ -23,6 +23,8 @@ export interface ComparisonRow {
   exactShare: number;
   /** Mean |predicted − served| cached tokens per request. */
   meanAbsTokens: number;
+  /** Blocks evicted over the run, all replicas: by vLLM's KV events (when captured) and by the simulated pool. */
+  evicted: { real: number | null; sim: number };
   /** The same requests through the same router against the simulated fleet (closed-replay.ts), when run. */
   closedHitRate?: number;
   /** ideal.ts: the best group placement on vLLM's eviction, the pooled bound, unbounded caches. */
@@ -35,7 +37,8 @@ export interface CompareOptions {
 }
 
 export function compareTrace(trace: Trace, o: CompareOptions): ComparisonRow {
-  const predicted = replayEngine(trace, { timing: o.timing, kvModel: o.fidelity });
+  const replay = replayEngineWithEvents(trace, { timing: o.timing, kvModel: o.fidelity });
+  const predicted = replay.requests;
   const served = trace.requests.filter((r) => r.cachedTokens !== null);
   const both = trace.requests.map((r, i) => ({ r, p: predicted[i].cachedTokens })).filter((x) => x.r.cachedTokens !== null && x.p !== null);
   const q = trace.counters.reduce((s, c) => s + c.queries, 0);
@@ -48,6 +51,7 @@ export function compareTrace(trace: Trace, o: CompareOptions): ComparisonRow {
     errorPoints: 100 * (predictedHitRate - servedHitRate),
     exactShare: both.length === 0 ? 0 : both.filter((x) => x.p === x.r.cachedTokens).length / both.length,
     meanAbsTokens: both.length === 0 ? 0 : both.reduce((s, x) => s + Math.abs((x.p as number) - (x.r.cachedTokens as number)), 0) / both.length,
+    evicted: { real: trace.kvEvents ? trace.kvEvents.reduce((n, e) => n + e.removed, 0) : null, sim: replay.kvEvents.reduce((n, e) => n + e.removed, 0) },
   };
 }
 
@@ -65,10 +69,11 @@ const pts = (x: number) => `${x >= 0 ? '+' : ''}${x.toFixed(1)}`;
  */
 export function comparisonMarkdown(rows: readonly ComparisonRow[]): string {
   const lines = [
-    '| workload | router | requests | real | simulator, same placement | error | requests exact | simulator, router deciding | error | ideal (best placement) | real, of ideal | best shape\'s median | pooled bound | unbounded |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| workload | router | requests | real | simulator, same placement | error | requests exact | blocks evicted, real / simulator | simulator, router deciding | error | ideal (best placement) | real, of ideal | best shape\'s median | pooled bound | unbounded |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows.map((r) => [
       r.workload, r.strategy, r.requests, pct(r.countersHitRate), pct(r.predictedHitRate), pts(r.errorPoints), pct(r.exactShare),
+      `${r.evicted.real ?? '—'} / ${r.evicted.sim}`,
       pct(r.closedHitRate), r.closedHitRate === undefined ? '—' : pts(100 * (r.closedHitRate - r.servedHitRate)),
       pct(r.ideal?.best), r.ideal ? pct(r.countersHitRate / r.ideal.best) : '—',
       r.ideal?.bestShape ? `${pct(r.ideal.bestShape.median)} (${r.ideal.bestShape.shape})` : '—', pct(r.ideal?.pooled), pct(r.ideal?.unbounded),

@@ -34,6 +34,12 @@ export interface ReplayOptions {
   maxModelLen?: number;
 }
 
+export interface EngineReplay {
+  requests: ReplayedRequest[];
+  /** Blocks each simulated replica stored and evicted, as its KV events would say. */
+  kvEvents: { stored: number; removed: number }[];
+}
+
 export interface ReplayedRequest {
   /** Cached tokens at first admission, as usage reports them; null for a request the trace has no replica for. */
   cachedTokens: number | null;
@@ -42,6 +48,11 @@ export interface ReplayedRequest {
 
 /** Per request of the trace, in its order: what the simulated replica would have served. */
 export function replayEngine(trace: Trace, o: ReplayOptions): ReplayedRequest[] {
+  return replayEngineWithEvents(trace, o).requests;
+}
+
+export function replayEngineWithEvents(trace: Trace, o: ReplayOptions): EngineReplay {
+  const kvEvents = trace.replicas.map(() => ({ stored: 0, removed: 0 }));
   const clock = createVirtualClock();
   const out: ReplayedRequest[] = trace.requests.map(() => ({ cachedTokens: null, ttftMs: null }));
   const engines = trace.replicas.map((_, i) => {
@@ -50,7 +61,8 @@ export function replayEngine(trace: Trace, o: ReplayOptions): ReplayedRequest[] 
       maxNumBatchedTokens: trace.engine.maxNumBatchedTokens, maxNumSeqs: trace.engine.maxNumSeqs,
       maxModelLen: o.maxModelLen ?? Math.min(4608, (trace.engine.kvBlocks - 1) * trace.engine.blockSize), kvModel: o.kvModel,
     }, i);
-    const pool = createBlockPool(cfg.kvBlocks, null, cfg.blockSize, cfg.kvModel);
+    const tally = kvEvents[i];
+    const pool = createBlockPool(cfg.kvBlocks, { stored: () => { tally.stored++; }, removed: () => { tally.removed++; }, cleared() {} }, cfg.blockSize, cfg.kvModel);
     const engine = createEngine(cfg, pool, { onAdmit() {}, onFirstToken() {}, onToken() {}, onFinish() {}, onPreempt() {} }, clock);
     return { cfg, engine };
   });
@@ -76,5 +88,5 @@ export function replayEngine(trace: Trace, o: ReplayOptions): ReplayedRequest[] 
     }, r.atMs);
   });
   clock.run(Number.POSITIVE_INFINITY);
-  return out;
+  return { requests: out, kvEvents };
 }

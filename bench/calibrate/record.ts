@@ -8,6 +8,7 @@ import { Agent } from 'node:http';
 import { call } from '../lib/http.js';
 import { sumSamples } from '../lib/prom.js';
 import { streamExchange, type EventReader, type Exchange } from '../voice/client.js';
+import { captureKvEvents } from './kv-capture.js';
 import type { ReplicaCounters, Trace, TraceRequest } from './trace.js';
 import { mulberry32 } from '../../src/prng.js';
 import { planSessions, planShared, TINY_LLAMA_VOCAB, type SessionsWorkload, type SharedPrefixWorkload, type Workload } from './workloads.js';
@@ -15,6 +16,8 @@ import { planSessions, planShared, TINY_LLAMA_VOCAB, type SessionsWorkload, type
 export interface RecordTarget {
   /** Where requests are sent (the router). */
   url: string;
+  /** Each replica's KV-events publisher, fleet order, when they publish. */
+  kvEvents?: readonly { endpoint: string; topic?: string }[];
   /** The replicas, fleet order; their /metrics and /detokenize are read directly. */
   replicas: string[];
   model: string;
@@ -166,16 +169,19 @@ export async function recordRun(target: RecordTarget, o: RecordOptions): Promise
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   const before = await counters(target.replicas);
   const when = new Date().toISOString();
+  const kv = target.kvEvents ? await captureKvEvents(target.kvEvents) : null;
   try {
     const requests = o.workload.kind === 'shared-prefix'
       ? await recordShared(o.workload, target, salt, agent)
       : await recordSessions(o.workload, target, salt, agent);
     requests.sort((a, b) => a.atMs - b.atMs);
     const after = await counters(target.replicas);
+    const events = kv ? await kv.stop() : null;
     return {
       kind: 'warmroute-trace', workload: o.workloadName, strategy: o.strategy, when, engine: o.engine,
       replicas: target.replicas,
       counters: after.map((a, i) => ({ queries: a.queries - before[i].queries, hits: a.hits - before[i].hits })),
+      ...(events ? { kvEvents: events.map((e) => ({ stored: e.stored, removed: e.removed })) } : {}),
       requests,
     };
   } finally {

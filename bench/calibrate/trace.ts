@@ -40,6 +40,8 @@ export interface Trace {
   replicas: string[];
   /** vllm:prefix_cache_* per replica, the difference over the run. */
   counters: ReplicaCounters[];
+  /** Blocks each replica's KV events stored and removed over the run (absent: not captured). */
+  kvEvents?: { stored: number; removed: number }[];
   requests: TraceRequest[];
 }
 
