@@ -2,10 +2,11 @@
 //
 //   record   the workloads through warmroute's strategies on the real vLLM fleet (npm run fleet:vllm),
 //            one trace per workload × strategy × round in bench/out/calibrate/traces/
-//   replay   every recorded trace through the simulator's engine in virtual time, with the same
-//            capacities and each request on the replica the real run chose; per request and in
-//            total, predicted against served cached tokens; writes the comparison (JSON and markdown)
-//   report   replay, plus the offline ideal of each trace, as the markdown table docs/ keeps
+//   replay   every recorded trace through the simulator, with the same capacities: each request on
+//            the replica the real run chose (the replica model alone), and with the router deciding
+//            (des-replay.ts, virtual time; closed-replay.ts over sockets with --sockets); per request
+//            and in total against what vLLM served; the offline ideal of each trace; writes the
+//            comparison (JSON and markdown)
 
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,7 +22,8 @@ const USAGE = `usage: npm run bench:calibrate -- <record|replay> [flags]
 
   record: --workloads LIST (${Object.keys(WORKLOADS).join(',')})
           --strategies LIST (affinity,round-robin,session-hash)   --rounds N (1)   --duration-s N (the workload's)
-  replay: [--traces DIR]  [--model vllm|naive]  [--closed: also through the router against a simulated fleet, in real time]
+  replay: [--traces DIR]  [--model vllm|naive]  [--sockets: the router deciding as a gateway process
+          against a simulated fleet in real time (completions only), instead of in virtual time]
           [--no-ideal: skip the offline ideal (a few seconds a trace)]  (vllm: the replica checked against vLLM 0.32, the default; naive: the model before that check)
   both:   --out DIR (bench/out/calibrate)`;
 
@@ -85,16 +87,19 @@ async function replay(a: Flags, out: string): Promise<void> {
   if (model !== 'vllm' && model !== 'naive') throw new Error('--model wants vllm or naive');
   const { bestPlacement, pooledBoundHitRate, unboundedHitRate } = await import('./ideal.js');
   const { closedReplay } = await import('./closed-replay.js');
+  const { desReplay } = await import('./des-replay.js');
   const rows = compareTraces(traces, { timing: CPU_TINY_TIMING, fidelity: model });
   for (const [i, t] of traces.entries()) {
     if (!a['no-ideal']) {
       const b = bestPlacement(t, { timing: CPU_TINY_TIMING, kvModel: model });
       rows[i].ideal = { best: b.hitRate, bestShape: b.bestShape, pooled: pooledBoundHitRate(t), unbounded: unboundedHitRate(t) };
     }
-    if (a.closed) {
-      const c = await closedReplay(t, { strategy: t.strategy, timing: CPU_TINY_TIMING, kvModel: model, kvEvents: t.strategy === 'affinity' });
+    if (t.strategy === 'affinity' || t.strategy === 'round-robin' || t.strategy === 'session-hash') {
+      const c = a.sockets
+        ? await closedReplay(t, { strategy: t.strategy, timing: CPU_TINY_TIMING, kvModel: model, kvEvents: t.strategy === 'affinity' })
+        : desReplay(t, { strategy: t.strategy, timing: CPU_TINY_TIMING, kvModel: model, kvEvents: t.strategy === 'affinity' });
       rows[i].closedHitRate = c.hitRate;
-      console.log(`${t.workload} ${t.strategy}: closed loop ${(100 * c.hitRate).toFixed(1)}% (real ${(100 * rows[i].countersHitRate).toFixed(1)}%), routes ${JSON.stringify(c.routes)}, ${c.failed} failed`);
+      console.log(`${t.workload} ${t.strategy}: router deciding ${(100 * c.hitRate).toFixed(1)}% (real ${(100 * rows[i].countersHitRate).toFixed(1)}%), routes ${JSON.stringify(c.routes)}`);
     }
   }
   writeFileSync(join(out, `comparison-${model}.json`), `${JSON.stringify(rows, null, 2)}\n`);
@@ -105,7 +110,7 @@ async function replay(a: Flags, out: string): Promise<void> {
 
 async function main(): Promise<void> {
   const s = { type: 'string' } as const;
-  const { values: a, positionals } = parseArgs({ options: { workloads: s, strategies: s, rounds: s, 'duration-s': s, traces: s, model: s, closed: { type: 'boolean' }, 'no-ideal': { type: 'boolean' }, out: s, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+  const { values: a, positionals } = parseArgs({ options: { workloads: s, strategies: s, rounds: s, 'duration-s': s, traces: s, model: s, sockets: { type: 'boolean' }, 'no-ideal': { type: 'boolean' }, out: s, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
   const cmd = positionals[0];
   if (a.help || !cmd) {
     console.log(USAGE);

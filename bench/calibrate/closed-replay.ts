@@ -30,6 +30,9 @@ export interface ClosedReplayResult {
   routes: Record<string, number>;
   failed: number;
 }
+// A chat trace is sent as completions of its recorded token ids here (the simulator's own chat
+// template would tokenize the messages otherwise than vLLM did): the router then sees no system
+// prompt to group by. des-replay.ts sends the recorded messages instead.
 
 const MODEL = 'replay-model';
 

@@ -19,10 +19,17 @@ export interface TraceRequest {
   group: string;
   promptIds: number[];
   outputIds: number[];
+  /** A chat request's messages as sent (the router identifies chat by them); absent for completions. */
+  messages?: ChatMessage[];
   cachedTokens: number | null;
   ttftMs: number | null;
   totalMs: number;
   error: string | null;
+}
+
+export interface ChatMessage {
+  role: string;
+  content: string;
 }
 
 export interface ReplicaCounters {
@@ -45,11 +52,15 @@ export interface Trace {
   requests: TraceRequest[];
 }
 
-interface StoredRequest extends Omit<TraceRequest, 'promptIds'> {
+interface StoredRequest extends Omit<TraceRequest, 'promptIds' | 'messages'> {
   /** Index of the earlier request whose prompt shares the first `common` tokens; -1 for none. */
   base: number;
   common: number;
   rest: number[];
+  /** Chat: the first `msgCommon` messages are those of request `msgBase`, then `msgRest`. */
+  msgBase?: number;
+  msgCommon?: number;
+  msgRest?: ChatMessage[];
 }
 
 interface StoredTrace extends Omit<Trace, 'requests'> {
@@ -74,8 +85,22 @@ export function packTrace(t: Trace): StoredTrace {
         base = j;
       }
     }
-    const { promptIds, ...rest } = r;
-    return { ...rest, base, common, rest: promptIds.slice(common) };
+    const { promptIds, messages, ...rest } = r;
+    const stored: StoredRequest = { ...rest, base, common, rest: promptIds.slice(common) };
+    if (messages !== undefined) {
+      let msgBase = -1;
+      let msgCommon = 0;
+      for (let j = i - 1; j >= 0 && msgBase < 0; j--) {
+        const m = t.requests[j].messages;
+        if (m === undefined || t.requests[j].group !== r.group) continue;
+        let c = 0;
+        while (c < m.length && c < messages.length && m[c].role === messages[c].role && m[c].content === messages[c].content) c++;
+        msgBase = j;
+        msgCommon = c;
+      }
+      Object.assign(stored, { msgBase, msgCommon, msgRest: messages.slice(msgCommon) });
+    }
+    return stored;
   });
   return { ...t, requests };
 }
@@ -83,9 +108,11 @@ export function packTrace(t: Trace): StoredTrace {
 export function unpackTrace(s: StoredTrace): Trace {
   const requests: TraceRequest[] = [];
   for (const r of s.requests) {
-    const { base, common, rest, ...fields } = r;
+    const { base, common, rest, msgBase, msgCommon, msgRest, ...fields } = r;
     const head = base < 0 ? [] : requests[base].promptIds.slice(0, common);
-    requests.push({ ...fields, promptIds: [...head, ...rest] });
+    const req: TraceRequest = { ...fields, promptIds: [...head, ...rest] };
+    if (msgRest !== undefined) req.messages = [...(msgBase === undefined || msgBase < 0 ? [] : (requests[msgBase].messages ?? []).slice(0, msgCommon)), ...msgRest];
+    requests.push(req);
   }
   return { ...s, requests };
 }

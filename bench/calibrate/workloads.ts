@@ -9,6 +9,7 @@
 //   growing with the answers the replica gave.
 
 import { mulberry32 } from '../../src/prng.js';
+import type { Trace } from './trace.js';
 
 export interface SharedPrefixWorkload {
   kind: 'shared-prefix';
@@ -120,4 +121,22 @@ export function planSessions(w: SessionsWorkload, v: Vocab = TINY_LLAMA_VOCAB): 
     });
   }
   return { system, sessions };
+}
+
+/**
+ * A shared-prefix workload as a trace without a real fleet: prompts straight in token ids (no
+ * detokenize and retokenize, so lengths are exact), answers of random ids, on the real fleet's
+ * capacities. For trying placement over many orders of the same workload (`seed`) in virtual time.
+ */
+export function syntheticSharedTrace(w: SharedPrefixWorkload, seed: number, engine: Trace['engine'], replicas = 2, v: Vocab = TINY_LLAMA_VOCAB): Trace {
+  const plan = planShared({ ...w, seed });
+  const rand = mulberry32(seed * 7 + 1);
+  return {
+    kind: 'warmroute-trace', workload: `${w.groups}x${w.usersPerGroup} seed ${seed}`, strategy: 'synthetic', when: '', engine,
+    replicas: Array.from({ length: replicas }, (_, i) => `r${i}`), counters: Array.from({ length: replicas }, () => ({ queries: 0, hits: 0 })),
+    requests: plan.requests.map((p) => ({
+      atMs: p.atMs, replica: 0, route: null, group: `g${p.group}`, promptIds: [...plan.system[p.group], ...plan.questions[p.group][p.user]],
+      outputIds: ids(rand, w.outputTokens, v), cachedTokens: 0, ttftMs: null, totalMs: 0, error: null,
+    })),
+  };
 }

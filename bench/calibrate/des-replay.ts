@@ -1,0 +1,143 @@
+// A recorded trace through the router's own code in virtual time: the same requests at the same
+// times, each identified as the gateway identifies it (identify/: a completion by its token ids, a
+// chat request by its recorded messages), routed by createRouter's
+// route(), served by the simulator's engine and block pool on replicas of the trace's capacities,
+// and reported back with served(); with `kvEvents`, every block the simulated pools store or
+// evict reaches the router as vLLM's KV events do, a few ms later. What is modelled, not run: the
+// gateway's own time and the network (a constant per request), the replicas' /metrics scrape (every
+// `statsIntervalMs`). It decides like the socket run (closed-replay.ts) in seconds instead of the
+// trace's minutes, so placement can be tried on recorded workloads and tested in `npm test`.
+
+import { DEFAULT_IDENTITY_OPTIONS, identify } from '../../src/identify/identity.js';
+import { mulberry32 } from '../../src/prng.js';
+import type { RoutingOptionsInput } from '../../src/routing/options.js';
+import type { KvEvent } from '../../src/routing/kv-event-types.js';
+import { createRouter } from '../../src/routing/router.js';
+import type { ReplicaView } from '../../src/routing/types.js';
+import { createMemorySessionStore } from '../../src/store/memory.js';
+import { createVirtualClock } from '../scale/des/clock.js';
+import { resolveConfig, type TimingKnobs } from '../sim/config.js';
+import { createEngine } from '../sim/engine.js';
+import { createBlockPool, type KvModel } from '../sim/kv-cache.js';
+import { createSeq, NO_SALT_ROOT } from '../sim/sequence.js';
+import { frontendMs } from '../sim/timing.js';
+import { hitRate, type Trace } from './trace.js';
+
+export interface DesReplayOptions {
+  strategy: 'affinity' | 'round-robin' | 'session-hash';
+  timing: Readonly<TimingKnobs>;
+  kvModel: KvModel;
+  kvEvents: boolean;
+  gatewayMs?: number;
+  statsIntervalMs?: number;
+  /** Publish → router lag of KV events. */
+  kvLagMs?: number;
+  seed?: number;
+  /** Routing knobs, as the config's routing.options (the schema's defaults otherwise). */
+  options?: RoutingOptionsInput;
+}
+
+export interface DesReplayResult {
+  hitRate: number;
+  cached: (number | null)[];
+  replicas: number[];
+  routes: Record<string, number>;
+}
+
+const WALL_EPOCH = Date.UTC(2026, 0, 1);
+const MODEL = 'replay-model';
+const hex = (h: number) => Math.floor(h).toString(16);
+
+type View = { -readonly [K in keyof ReplicaView]: ReplicaView[K] };
+
+export function desReplay(trace: Trace, o: DesReplayOptions): DesReplayResult {
+  const clock = createVirtualClock();
+  const gatewayMs = o.gatewayMs ?? 1;
+  const router = createRouter(o.strategy, { store: createMemorySessionStore({ maxSessions: 100_000, ttlMs: 3_600_000 }), now: () => WALL_EPOCH + clock.now(), random: mulberry32(o.seed ?? 1), options: o.options });
+  // Completions go as token ids, which the gateway counts exactly. Chat goes as the recorded
+  // messages, whose tokens the gateway estimates from their bytes: the ratio to the served model's
+  // is learnt before the first request, as the gateway's /tokenize probe does.
+  const firstChat = trace.requests.find((r) => r.messages !== undefined);
+  if (firstChat) router.tokenRatio(identify('chat', { model: MODEL, messages: firstChat.messages }, {}, DEFAULT_IDENTITY_OPTIONS).promptTokens, firstChat.promptIds.length);
+  else router.tokenRatio(1, 1);
+  const names = trace.replicas.map((_, i) => `replica-${i}`);
+  const replicas = names.map((name, i) => {
+    const cfg = resolveConfig({
+      ...o.timing, name, model: MODEL, blockSize: trace.engine.blockSize, kvBlocks: trace.engine.kvBlocks,
+      maxNumBatchedTokens: trace.engine.maxNumBatchedTokens, maxNumSeqs: trace.engine.maxNumSeqs,
+      maxModelLen: Math.min(4608, (trace.engine.kvBlocks - 1) * trace.engine.blockSize), kvModel: o.kvModel,
+    }, i);
+    let batch: KvEvent[] = [];
+    const publish = (e: KvEvent) => {
+      if (!o.kvEvents) return;
+      if (batch.length === 0) clock.setTimeout(() => { const b = batch; batch = []; router.kvEvents(name, b); }, o.kvLagMs ?? 5);
+      batch.push(e);
+    };
+    const pool = createBlockPool(cfg.kvBlocks, {
+      stored: (hash, parent, tokens, blockSize) => publish({ type: 'stored', hashes: [hex(hash)], parent: parent === null ? null : hex(parent), tokenCount: tokens.length, blockSize, medium: 'GPU' }),
+      removed: (hash) => publish({ type: 'removed', hashes: [hex(hash)], medium: 'GPU' }),
+      cleared: () => publish({ type: 'cleared' }),
+    }, cfg.blockSize, cfg.kvModel);
+    const engine = createEngine(cfg, pool, { onAdmit() {}, onFirstToken() {}, onToken() {}, onFinish() {}, onPreempt() {} }, clock);
+    const view: View = { name, weight: 1, up: true, draining: false, inflight: 0, models: null, waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: (cfg.kvBlocks - 1) * cfg.blockSize };
+    return { cfg, pool, engine, view };
+  });
+  if (o.kvEvents) for (const name of names) router.kvStream(name, 'live');
+  const views = replicas.map((r) => r.view);
+  let pending = trace.requests.filter((r) => r.cachedTokens !== null).length;
+  const scrape = () => {
+    for (const r of replicas) {
+      r.view.waiting = r.engine.waiting();
+      r.view.running = r.engine.running();
+      r.view.kvUsage = r.pool.usage();
+    }
+    if (pending > 0) clock.setTimeout(scrape, o.statsIntervalMs ?? 1000);
+  };
+  scrape();
+
+  const cached: (number | null)[] = trace.requests.map(() => null);
+  const chosen: number[] = trace.requests.map(() => -1);
+  const routes: Record<string, number> = {};
+  trace.requests.forEach((r, k) => {
+    if (r.cachedTokens === null) return;
+    clock.setTimeout(() => {
+      const headers: Record<string, string> = r.group.startsWith('s') ? { 'x-session-id': `replay-${r.group}` } : {};
+      const outTokens = Math.max(1, r.outputIds.length);
+      const identity = r.messages !== undefined
+        ? identify('chat', { model: MODEL, messages: r.messages, max_tokens: outTokens, stream: true }, headers, DEFAULT_IDENTITY_OPTIONS)
+        : identify('completion', { model: MODEL, prompt: r.promptIds, max_tokens: outTokens, ignore_eos: true, stream: true }, headers, DEFAULT_IDENTITY_OPTIONS);
+      const d = router.route({ identity, replicas: views });
+      const i = names.indexOf(d.ranked[0].name);
+      chosen[k] = i;
+      routes[d.reason] = (routes[d.reason] ?? 0) + 1;
+      const rep = replicas[i];
+      rep.view.inflight++;
+      const sent = clock.now();
+      clock.setTimeout(() => {
+        const arrival = clock.now();
+        const ids = r.outputIds.length > 0 ? r.outputIds : [0];
+        let ttft: number | null = null;
+        const seq = createSeq({
+          id: `d${k}`, prompt: [...r.promptIds], root: NO_SALT_ROOT,
+          plan: { ids, deltas: ids.map(() => ({ t: 'none' as const })), finish: 'stop' }, maxOut: ids.length, httpArrivalMs: arrival,
+          sink: {
+            onToken(s, index) {
+              if (index !== 0) return;
+              ttft = clock.now() - sent;
+              cached[k] = Math.max(0, s.cachedTokens);
+            },
+            onFinish() {
+              rep.view.inflight--;
+              pending--;
+              router.served(identity, { replica: rep.view.name, result: 'ok', replicaTtftMs: ttft, promptTokens: r.promptIds.length, cachedTokens: cached[k] });
+            },
+          },
+        });
+        const due = arrival + frontendMs(rep.cfg, r.promptIds.length);
+        clock.setTimeout(() => rep.engine.submit(seq, due), due - arrival);
+      }, gatewayMs);
+    }, r.atMs);
+  });
+  clock.run(Number.POSITIVE_INFINITY);
+  return { hitRate: hitRate(trace.requests.map((r, k) => ({ promptIds: r.promptIds, cachedTokens: cached[k] }))), cached, replicas: chosen, routes };
+}
