@@ -20,8 +20,11 @@ export const WITNESS_WORKLOADS: Record<string, WitnessWorkload> = {
   shared: { groups: 6, usersPerGroup: 8, systemTokens: 1400, questionTokens: 100, outputTokens: 16, ratePerS: 2, durationS: 60, multiTurn: false },
   // 12 × 1,400 = 16.8K tokens of prefix against 12K: some groups must be cold.
   'shared-pressure': { groups: 12, usersPerGroup: 4, systemTokens: 1400, questionTokens: 100, outputTokens: 16, ratePerS: 2, durationS: 60, multiTurn: false },
-  // 8 × 1,000-token prompts, 3 users each, every user a session whose context grows each turn.
-  'multi-turn': { groups: 8, usersPerGroup: 3, systemTokens: 1000, questionTokens: 60, outputTokens: 16, ratePerS: 2, durationS: 60, multiTurn: true },
+  // 8 × 600-token prompts, 3 users each, every user a session whose context grows each turn. In
+  // inference-perf 0.7 a turn's prompt is the whole context so far plus the group's prompt and a
+  // new question, so a context grows by ~650 tokens a turn: 5 turns stay within the fleet's
+  // 4,608-token context (at 1,000-token prompts they did not, and a fifth of the requests failed).
+  'multi-turn': { groups: 8, usersPerGroup: 3, systemTokens: 600, questionTokens: 50, outputTokens: 16, ratePerS: 2, durationS: 60, multiTurn: true },
 };
 
 /** YAML (JSON is YAML) for one run: `seed` makes a run's prompts its own, so no run starts warm from another's. */
