@@ -54,7 +54,7 @@ export async function closedReplay(trace: Trace, o: ClosedReplayOptions): Promis
     await Promise.all(trace.requests.map(async (r, i) => {
       if (r.cachedTokens === null) return;
       await new Promise((res) => setTimeout(res, Math.max(0, t0 + r.atMs - performance.now())));
-      const headers: Record<string, string> = r.group.startsWith('s') ? { 'x-session-id': `replay-${r.group}` } : {};
+      const headers: Record<string, string> = r.sessionKey !== undefined ? { 'x-session-id': r.sessionKey } : r.group.startsWith('s') ? { 'x-session-id': `replay-${r.group}` } : {};
       const body = { model: MODEL, prompt: r.promptIds, max_tokens: Math.max(1, r.outputIds.length), ignore_eos: true, stream: true, stream_options: { include_usage: true } };
       // Chat's chunk reader takes the usage chunk of a completions stream alike (`usage` at the top).
       const x = await streamExchange(gateway.url, '/v1/completions', headers, body, agent, 120_000, readChatEvent);

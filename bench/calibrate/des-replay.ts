@@ -101,7 +101,7 @@ export function desReplay(trace: Trace, o: DesReplayOptions): DesReplayResult {
   trace.requests.forEach((r, k) => {
     if (r.cachedTokens === null) return;
     clock.setTimeout(() => {
-      const headers: Record<string, string> = r.group.startsWith('s') ? { 'x-session-id': `replay-${r.group}` } : {};
+      const headers: Record<string, string> = r.sessionKey !== undefined ? { 'x-session-id': r.sessionKey } : r.group.startsWith('s') ? { 'x-session-id': `replay-${r.group}` } : {};
       const outTokens = Math.max(1, r.outputIds.length);
       const identity = r.messages !== undefined
         ? identify('chat', { model: MODEL, messages: r.messages, max_tokens: outTokens, stream: true }, headers, DEFAULT_IDENTITY_OPTIONS)

@@ -144,8 +144,9 @@ async function recordSessions(w: SessionsWorkload, target: RecordTarget, salt: n
     const messages: { role: string; content: string }[] = [{ role: 'system', content: system[s.agent] }];
     for (let t = 0; t < s.users.length; t++) {
       messages.push({ role: 'user', content: users[si][t] });
-      const x = await send(target, agent, '/v1/chat/completions', { 'x-session-id': `cal-${runId}-${si}` }, { messages, max_tokens: w.outputTokens });
-      out.push({ ...toRecord(x, x.sentAt - t0, `s${si}`, target), messages: messages.map((m) => ({ ...m })) });
+      const sessionKey = `cal-${runId}-${si}`;
+      const x = await send(target, agent, '/v1/chat/completions', { 'x-session-id': sessionKey }, { messages, max_tokens: w.outputTokens });
+      out.push({ ...toRecord(x, x.sentAt - t0, `s${si}`, target), sessionKey, messages: messages.map((m) => ({ ...m })) });
       if (x.error !== null || x.status !== 200) return;
       messages.push({ role: 'assistant', content: x.content });
       await new Promise((r) => setTimeout(r, s.thinkMs[t]));

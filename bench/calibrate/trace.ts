@@ -19,6 +19,8 @@ export interface TraceRequest {
   group: string;
   promptIds: number[];
   outputIds: number[];
+  /** The session key it carried (x-session-id), if any. */
+  sessionKey?: string;
   /** A chat request's messages as sent (the router identifies chat by them); absent for completions. */
   messages?: ChatMessage[];
   cachedTokens: number | null;
