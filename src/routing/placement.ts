@@ -13,8 +13,8 @@ import type { ReplicaWorkingSet } from './working-set.js';
  *      (an agent's first placement, or a spread because its replicas are full — `capacity` — or
  *      over the load bound — `spill`);
  *   3. nothing fits: the agent's own replica where it adds least (its prompt needs no room
- *      there); a new agent is contained where the cache already overflows the most, so that
- *      the replicas whose working sets fit keep them — `capacity`.
+ *      there); a new agent is contained on a replica whose cache overflows already (while none
+ *      does, the fullest), so that the replicas whose working sets fit keep them — `capacity`.
  * Under the load bounds means: under the in-flight bound the caller passes, and no replica taking
  * more than loadFactor × the weighted average of active sessions (think time leaves most voice
  * sessions with nothing in flight, so their count is the load that placement balances) — for the
@@ -99,16 +99,21 @@ export function placeByCapacity(p: PlacementInput): Placement {
   }
   // Nothing fits anywhere: the fleet cannot hold every active agent. With its agent resident
   // somewhere, the session goes where that adds least (no room for the prompt needed). A new
-  // agent is contained: it goes where the cache already overflows the most, since that replica
-  // evicts anyway, and the replicas whose working sets still fit keep them warm. Spreading the
-  // overflow over every replica instead makes every cache thrash: on the real fleet (2 replicas,
-  // 12 shared prompts where 8 fit) that was 47.5% of prompt tokens from cache against 56.8% for
-  // the best placement, which keeps 4 prompts on one replica and sends the other 8 to the other
-  // (docs/benchmarks/calibration.md).
+  // agent is contained: it goes to a replica whose cache overflows already (the one with the most
+  // room among those), since that one evicts anyway, and the replicas whose working sets still fit
+  // keep them warm; while none overflows, the fullest becomes the one that does. Spreading the
+  // overflow over every replica makes every cache thrash: on the real fleet's recorded run (2
+  // replicas, 12 shared prompts where 8 fit) 45.4% of prompt tokens came from cache against 54.6%
+  // contained (docs/benchmarks/calibration.md). Once every replica overflows there is nothing
+  // left to protect, and the most room wins, which keeps the load even.
   const homeLeast = best((i) => resident(i) && room(i), moreRoom);
   if (homeLeast >= 0) return { index: homeLeast, reason: 'capacity' };
-  const mostOver = (a: number, b: number) => over(a) > over(b) || (over(a) === over(b) && p.sets[a].sessions < p.sets[b].sessions);
-  return { index: best(room, mostOver), reason: 'capacity' };
+  // Overflowing is past the cache itself, not the share placement plans to fill: a replica a
+  // little past `fill` still holds its working set.
+  const overflowing = best((i) => room(i) && p.sets[i].tokens > p.capacity[i], moreRoom);
+  if (overflowing >= 0) return { index: overflowing, reason: 'capacity' };
+  const fullest = (a: number, b: number) => over(a) > over(b) || (over(a) === over(b) && p.sets[a].sessions < p.sets[b].sessions);
+  return { index: best(room, fullest), reason: 'capacity' };
 }
 
 /**
