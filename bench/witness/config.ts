@@ -4,22 +4,22 @@
 // (each user a session, its id in x-session-id). Token counts are the served model's own: the
 // tool tokenizes with the local tiny model's tokenizer, nothing is downloaded.
 
-export interface WitnessWorkload {
-  groups: number;
-  usersPerGroup: number;
-  systemTokens: number;
-  questionTokens: number;
-  outputTokens: number;
-  ratePerS: number;
-  durationS: number;
-  multiTurn: boolean;
-}
+import { WORKLOADS, type SharedPrefixWorkload, type Workload } from '../calibrate/workloads.js';
+
+/** The calibration's shared-prefix workloads, and inference-perf's multi-turn sessions of the same shape. */
+export type WitnessWorkload = Omit<SharedPrefixWorkload, 'kind' | 'seed'> & { multiTurn: boolean };
+
+const asWitness = (w: Workload): WitnessWorkload => {
+  if (w.kind !== 'shared-prefix') throw new Error('the witness runs shared-prefix workloads');
+  const { kind: _kind, seed: _seed, ...rest } = w;
+  return { ...rest, multiTurn: false };
+};
 
 export const WITNESS_WORKLOADS: Record<string, WitnessWorkload> = {
   // 6 × 1,400 tokens: the fleet's 12K of cache holds every prompt once they are split.
-  shared: { groups: 6, usersPerGroup: 8, systemTokens: 1400, questionTokens: 100, outputTokens: 16, ratePerS: 2, durationS: 60, multiTurn: false },
+  shared: asWitness(WORKLOADS.shared),
   // 12 × 1,400 = 16.8K tokens of prefix against 12K: some groups must be cold.
-  'shared-pressure': { groups: 12, usersPerGroup: 4, systemTokens: 1400, questionTokens: 100, outputTokens: 16, ratePerS: 2, durationS: 60, multiTurn: false },
+  'shared-pressure': asWitness(WORKLOADS['shared-pressure']),
   // 8 × 600-token prompts, 3 users each, every user a session whose context grows each turn. In
   // inference-perf 0.7 a turn's prompt is the whole context so far plus the group's prompt and a
   // new question, so a context grows by ~650 tokens a turn: 5 turns stay within the fleet's
