@@ -40,6 +40,8 @@ export interface DesReplayOptions {
 export interface DesReplayResult {
   hitRate: number;
   cached: (number | null)[];
+  /** Per request: virtual ms from its send to its first token (null: not served). */
+  ttftMs: (number | null)[];
   replicas: number[];
   routes: Record<string, number>;
 }
@@ -96,6 +98,7 @@ export function desReplay(trace: Trace, o: DesReplayOptions): DesReplayResult {
   scrape();
 
   const cached: (number | null)[] = trace.requests.map(() => null);
+  const ttfts: (number | null)[] = trace.requests.map(() => null);
   const chosen: number[] = trace.requests.map(() => -1);
   const routes: Record<string, number> = {};
   trace.requests.forEach((r, k) => {
@@ -124,6 +127,7 @@ export function desReplay(trace: Trace, o: DesReplayOptions): DesReplayResult {
             onToken(s, index) {
               if (index !== 0) return;
               ttft = clock.now() - sent;
+              ttfts[k] = ttft + gatewayMs;
               cached[k] = Math.max(0, s.cachedTokens);
             },
             onFinish() {
@@ -139,5 +143,5 @@ export function desReplay(trace: Trace, o: DesReplayOptions): DesReplayResult {
     }, r.atMs);
   });
   clock.run(Number.POSITIVE_INFINITY);
-  return { hitRate: hitRate(trace.requests.map((r, k) => ({ promptIds: r.promptIds, cachedTokens: cached[k] }))), cached, replicas: chosen, routes };
+  return { hitRate: hitRate(trace.requests.map((r, k) => ({ promptIds: r.promptIds, cachedTokens: cached[k] }))), cached, ttftMs: ttfts, replicas: chosen, routes };
 }
