@@ -62,7 +62,9 @@ export function desReplay(trace: Trace, o: DesReplayOptions): DesReplayResult {
   const firstChat = trace.requests.find((r) => r.messages !== undefined);
   if (firstChat) router.tokenRatio(identify('chat', { model: MODEL, messages: firstChat.messages }, {}, DEFAULT_IDENTITY_OPTIONS).promptTokens, firstChat.promptIds.length);
   else router.tokenRatio(1, 1);
-  const names = trace.replicas.map((_, i) => `replica-${i}`);
+  // The gateway names a replica by its URL's host:port, and hash placements (the session-hash
+  // ring, rendezvous) depend on the names: the recorded run's names give the recorded choices.
+  const names = trace.replicas.map((u, i) => { try { return new URL(u).host; } catch { return `replica-${i}`; } });
   const replicas = names.map((name, i) => {
     const cfg = resolveConfig({
       ...o.timing, name, model: MODEL, blockSize: trace.engine.blockSize, kvBlocks: trace.engine.kvBlocks,
