@@ -19,9 +19,10 @@ const DIR = fileURLToPath(new URL('../fixtures/calibration/', import.meta.url));
 const traces = readdirSync(DIR).filter((f) => f.endsWith('.json')).sort().map((f) => ({ file: f, trace: readTrace(join(DIR, f)) }));
 
 describe('recorded vLLM runs replayed through the simulator', () => {
-  it('has recorded runs to replay, of both a shared-prefix workload under pressure and sessions', () => {
+  it('has recorded runs to replay: shared prefixes with and without pressure, and multi-turn sessions under pressure', () => {
+    assert.ok(traces.some((t) => t.trace.workload === 'shared'));
     assert.ok(traces.some((t) => t.trace.workload === 'shared-pressure'));
-    assert.ok(traces.some((t) => t.trace.workload === 'sessions'));
+    assert.ok(traces.some((t) => t.trace.workload === 'sessions-pressure'));
   });
 
   for (const { file, trace } of traces) {
