@@ -1,9 +1,13 @@
+import type { ErrorShape } from '../errors.js';
 import type { RequestKind } from '../identify/identity.js';
 
 /** What the data plane does with a path. */
 export type RouteKind =
-  /** A JSON body the gateway reads to identify and route the request. */
-  | { readonly json: RequestKind }
+  /**
+   * A JSON body the gateway reads to identify and route the request. `api`: the shape its errors
+   * are written in (Anthropic's for the Messages API; OpenAI's when absent).
+   */
+  | { readonly json: RequestKind; readonly api?: ErrorShape }
   /** Answered by the gateway itself. */
   | { readonly models: true }
   /**
@@ -18,6 +22,10 @@ const ROUTES: ReadonlyMap<string, Entry> = new Map<string, Entry>([
   ['/v1/chat/completions', { kind: { json: 'chat' }, methods: ['POST'] }],
   ['/v1/completions', { kind: { json: 'completion' }, methods: ['POST'] }],
   ['/v1/responses', { kind: { json: 'responses' }, methods: ['POST'] }],
+  ['/v1/messages', { kind: { json: 'messages', api: 'anthropic' }, methods: ['POST'] }],
+  // Read for its model only (no prompt chain, no turn of its own): it goes to a replica that
+  // serves the model, as a generation would, and answers at once.
+  ['/v1/messages/count_tokens', { kind: { json: 'other', api: 'anthropic' }, methods: ['POST'] }],
   ['/v1/models', { kind: { models: true }, methods: ['GET', 'HEAD'] }],
 ]);
 

@@ -3,6 +3,7 @@ import { defaultsOf } from '../config/defaults.js';
 import { ConfigSchema, type ResolvedConfig, type SessionKeySourceConfig } from '../config/schema.js';
 import { errors } from '../errors.js';
 import { chatChain, completionChain, NO_CHAIN, responsesChain, type Chain, type ChainOptions } from './chain.js';
+import { messagesChain } from './messages-chain.js';
 
 /** What the gateway knows of a request, computed once from the parsed body and headers. */
 export interface RequestIdentity {
@@ -49,7 +50,8 @@ export interface RequestIdentity {
   readonly storesResponse: boolean;
 }
 
-export type RequestKind = 'chat' | 'completion' | 'responses' | 'other';
+/** `messages`: Anthropic's Messages API. */
+export type RequestKind = 'chat' | 'completion' | 'responses' | 'messages' | 'other';
 
 export interface IdentityOptions extends ChainOptions {
   /**
@@ -84,7 +86,8 @@ type Body = Record<string, unknown>;
 
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
-interface CompiledSource { readonly header: boolean; readonly name: string; readonly label: string }
+/** `nested`: a body field inside an object field (`metadata.user_id`): [object field, its field]. */
+interface CompiledSource { readonly header: boolean; readonly name: string; readonly label: string; readonly nested: readonly [string, string] | null }
 
 /** Sources are parsed once per options object, not per request. */
 const compiledSources = new WeakMap<IdentityOptions, readonly CompiledSource[]>();
@@ -104,7 +107,8 @@ function sourcesOf(opts: IdentityOptions): readonly CompiledSource[] {
     }
     if (src.enabled === false || src.name === '') continue;
     const name = src.from === 'header' ? src.name.toLowerCase() : src.name;
-    sources.push({ header: src.from === 'header', name, label: `${src.from}:${name}` });
+    const dot = src.from === 'body' ? name.indexOf('.') : -1;
+    sources.push({ header: src.from === 'header', name, label: `${src.from}:${name}`, nested: dot > 0 ? [name.slice(0, dot), name.slice(dot + 1)] : null });
   }
   c = sources;
   compiledSources.set(opts, c);
@@ -143,6 +147,13 @@ export function validateBody(kind: RequestKind, body: unknown, opts: IdentityOpt
     if (b.messages.length === 0) throw errors.invalidRequest(['`messages` must hold at least one message'], 'messages');
     if (b.messages.length > opts.maxMessages) throw errors.tooManyMessages([b.messages.length, opts.maxMessages], 'messages');
   }
+  if (kind === 'messages') {
+    if (!Array.isArray(b.messages)) throw errors.invalidRequest(['`messages` must be an array'], 'messages');
+    if (b.messages.length === 0) throw errors.invalidRequest(['`messages` must hold at least one message'], 'messages');
+    if (b.messages.length > opts.maxMessages) throw errors.tooManyMessages([b.messages.length, opts.maxMessages], 'messages');
+    if (b.system !== undefined && b.system !== null && typeof b.system !== 'string' && !Array.isArray(b.system)) throw errors.invalidRequest(['`system` must be a string or an array of content blocks'], 'system');
+    if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) throw errors.invalidRequest(['`tools` must be an array'], 'tools');
+  }
   if (kind === 'completion' && typeof b.prompt !== 'string' && !Array.isArray(b.prompt)) {
     throw errors.invalidRequest(['`prompt` must be a string or an array'], 'prompt');
   }
@@ -166,6 +177,8 @@ export function responseIdOf(value: unknown, param: string | null, opts: Identit
   return value;
 }
 
+const fieldOf = (v: unknown, name: string): unknown => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Body)[name] : undefined);
+
 /** The session key from the first enabled source that has one; over-long keys are a 400. */
 export function sessionKeyOf(
   body: Body | null,
@@ -174,7 +187,7 @@ export function sessionKeyOf(
 ): { key: string; source: string } | null {
   const maxKeyBytes = opts.maxSessionKeyBytes;
   for (const src of sourcesOf(opts)) {
-    let value: unknown = src.header ? headers[src.name] : body === null ? undefined : body[src.name];
+    let value: unknown = src.header ? headers[src.name] : body === null ? undefined : src.nested === null ? body[src.name] : fieldOf(body[src.nested[0]], src.nested[1]);
     if (Array.isArray(value)) value = value[0];
     if (typeof value === 'number' && Number.isFinite(value)) value = String(value);
     if (typeof value !== 'string' || value.length === 0) continue;
@@ -209,6 +222,7 @@ function chainOf(kind: RequestKind, body: Body, storedResponseId: string | null,
   switch (kind) {
     case 'chat': return chatChain(body, opts);
     case 'completion': return completionChain(body, opts);
+    case 'messages': return messagesChain(body, opts);
     // A continuation's prompt is the stored conversation plus this input, and only its replica
     // knows the stored part: the visible input alone is no prefix of anything. Its last user
     // message (if any) still says which caller turn it belongs to.
@@ -221,7 +235,7 @@ function chainOf(kind: RequestKind, body: Body, storedResponseId: string | null,
 }
 
 /**
- * Identity of a parsed chat/completions/responses body: the session key and the prefix chain,
+ * Identity of a parsed chat/completions/responses/messages body: the session key and the prefix chain,
  * computed once per request from the already-parsed body. Never throws for shapes it does not
  * understand (the replica judges those); only an over-long session key or response id is an error here.
  */
