@@ -210,9 +210,9 @@ export const ConfigSchema = Type.Object({
   /** The data plane's route table (edge/routes.ts). */
   routes: Section({
     /**
-     * More /v1/* paths forwarded as they are, besides the chat, completions, responses and models
-     * routes and the built-in list (embeddings, audio transcriptions/translations, score, rerank):
-     * exact paths, or prefixes ending in `/*`. Any other path is a 404.
+     * More /v1/* paths forwarded as they are, besides the chat, completions, responses, Anthropic
+     * messages and models routes and the built-in list (embeddings, audio transcriptions/translations,
+     * score, rerank): exact paths, or prefixes ending in `/*`. Any other path is a 404.
      */
     extraPaths: Type.Array(Type.String({ pattern: '^/v1/[A-Za-z0-9._~/-]*\\*?$' }), { default: [] }),
   }),
