@@ -18,7 +18,7 @@ import type { Tracing } from '../telemetry/tracing/tracing.js';
 import type { Keyring } from './api-keys.js';
 import { discardBody, readBody } from './body.js';
 import { modelsBody } from './models.js';
-import { routeOf } from './routes.js';
+import { errorShapeOf, routeOf } from './routes.js';
 import { priorityOf, type Priority } from '../queue/priority.js';
 import { bodyWithFields } from './body-fields.js';
 import { createToolGuard, type ToolRequest } from './tool-guard.js';
@@ -79,7 +79,7 @@ class InFlight {
   body: Buffer | null = null;
   /** A chat or Messages request: what the tool-call guard made of it. */
   tools: ToolRequest | null = null;
-  /** The shape its errors are written in: its route's API (Anthropic's for the Messages API). */
+  /** The shape its errors are written in: its path's API (edge/routes.ts errorShapeOf). */
   api: ErrorShape = 'openai';
   /** Its priority class and place in the queues (queue/priority.ts), once the body is read. */
   priority: Priority | null = null;
@@ -249,9 +249,9 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     try {
       const target = requestTarget(req.url);
       x.path = target.path;
+      x.api = errorShapeOf(target.path);
       const method = req.method ?? 'GET';
       const route = routeOf(target.path, method, config.routes.extraPaths);
-      if (route?.kind != null && 'json' in route.kind && route.kind.api !== undefined) x.api = route.kind.api;
       authorize(x);
       if (route === null) throw errors.notFound([method, target.path]);
       if (route.kind === null) throw errors.methodNotAllowed([method, route.allowed.join(', ')], null, undefined, ['allow', route.allowed.join(', ')]);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { errorShapeOf } from '../../src/edge/routes.js';
 import { errorBody, errors } from '../../src/errors.js';
 
 describe('errors: one registry, rendered in the caller\'s API shape', () => {
@@ -27,5 +28,15 @@ describe('errors: one registry, rendered in the caller\'s API shape', () => {
       assert.equal(openai.error.message, err.message);
       assert.equal(openai.error.code, err.openaiCode);
     }
+  });
+});
+
+describe('errors: the shape follows the path', () => {
+  it('Anthropic\'s under /v1/messages (its routes, and the ones the gateway lacks), OpenAI\'s elsewhere', () => {
+    assert.equal(errorShapeOf('/v1/messages'), 'anthropic');
+    assert.equal(errorShapeOf('/v1/messages/count_tokens'), 'anthropic');
+    assert.equal(errorShapeOf('/v1/messages/batches'), 'anthropic');
+    assert.equal(errorShapeOf('/v1/messagesx'), 'openai');
+    assert.equal(errorShapeOf('/v1/chat/completions'), 'openai');
   });
 });

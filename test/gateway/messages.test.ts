@@ -104,6 +104,12 @@ describe('Anthropic Messages through the gateway', () => {
       const unknown = await post(g, body({ model: 'no-such-model' }));
       assert.equal(unknown.statusCode, 404);
       assert.equal((await unknown.body.json() as { error: { type: string } }).error.type, 'not_found_error');
+      const wrongMethod = await request(`${g.url}/v1/messages`);
+      assert.equal(wrongMethod.statusCode, 405);
+      assert.equal((await wrongMethod.body.json() as { error: { type: string } }).error.type, 'invalid_request_error');
+      const batches = await request(`${g.url}/v1/messages/batches`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      assert.equal(batches.statusCode, 404);
+      assert.equal((await batches.body.json() as { type: string }).type, 'error', 'an Anthropic route the gateway lacks: that API\'s 404');
       const chat = await request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }] }) });
       assert.equal((await chat.body.json() as { error: { code: string } }).error.code, 'model_not_found', 'chat keeps OpenAI\'s shape');
     } finally {
