@@ -66,7 +66,7 @@ describe('the Anthropic SDK through warmroute', () => {
     assert.equal(final.content[0].type, 'text');
     assert.ok(final.usage.input_tokens > 0 && final.usage.output_tokens > 0);
     assert.equal(last().get('x-warmroute-route'), 'placed');
-    const mine = (await waitForAccess(g, (ls) => ls.some((l) => l.path === '/v1/messages' && l.stream === true))).find((l) => l.path === '/v1/messages' && l.stream === true)!;
+    const mine = (await waitForAccess(g, (ls) => ls.some((l) => l.path === '/v1/messages' && l.stream === true), 10_000)).find((l) => l.path === '/v1/messages' && l.stream === true)!;
     assert.equal(mine.status, 200);
     assert.equal(mine.done, true, 'message_stop seen');
     assert.equal(mine.firstToken, 'content');
@@ -131,7 +131,7 @@ describe('the Anthropic SDK through warmroute', () => {
     assert.ok(use, 'a tool_use block');
     assert.equal(use.name, 'get_weather');
     assert.equal(typeof (use.input as Record<string, unknown>).city, 'string', 'input assembled from input_json_delta');
-    const line = (await waitForAccess(g, (ls) => ls.some((l) => l.path === '/v1/messages' && l.firstToken === 'tool_call'))).filter((l) => l.firstToken === 'tool_call').at(-1)!;
+    const line = (await waitForAccess(g, (ls) => ls.some((l) => l.path === '/v1/messages' && l.firstToken === 'tool_call'), 10_000)).filter((l) => l.firstToken === 'tool_call').at(-1)!;
     assert.ok(line.ttftMs > 0, 'the first input_json_delta ends the TTFT');
     messages.push({ role: 'assistant', content: call.content as Anthropic.ContentBlockParam[] });
     messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '18 degrees, clear' }] });
@@ -153,7 +153,7 @@ describe('the Anthropic SDK through warmroute', () => {
         return true;
       });
       assert.ok(text.length > 0, 'the first chunks arrived before the failure');
-      const line = (await waitForAccess(g, (ls) => ls.some((l) => l.outcome === 'interrupted'))).find((l) => l.outcome === 'interrupted')!;
+      const line = (await waitForAccess(g, (ls) => ls.some((l) => l.outcome === 'interrupted'), 10_000)).find((l) => l.outcome === 'interrupted')!;
       assert.equal(line.path, '/v1/messages');
     } finally {
       for (const r of fleet.replicas) r.clearFaults('die-mid-stream');

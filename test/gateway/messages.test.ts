@@ -55,7 +55,7 @@ describe('Anthropic Messages through the gateway', () => {
       const got = Buffer.from(await res.body.arrayBuffer());
       assert.ok(got.equals(bytes), 'the bytes the replica sent, and nothing else');
       assert.equal(replica.requests[0].body.toString('utf8'), sent, 'forwarded as received: no priority or other field added');
-      const line = (await waitForAccess(g, (ls) => ls.some((l) => l.path === '/v1/messages'))).find((l) => l.path === '/v1/messages')!;
+      const line = (await waitForAccess(g, (ls) => ls.some((l) => l.path === '/v1/messages'), 10_000)).find((l) => l.path === '/v1/messages')!;
       assert.equal(line.done, true);
       assert.equal(line.firstToken, 'content');
       assert.equal(line.promptTokens, 7);
@@ -81,7 +81,7 @@ describe('Anthropic Messages through the gateway', () => {
       const tail = text.slice(text.lastIndexOf('\n\nevent: error\n'));
       assert.ok(text.startsWith(EVENTS.slice(0, 3).join('')), 'the events relayed before the failure, as they were');
       assert.match(tail, /^\n\nevent: error\ndata: \{"type":"error","error":\{"type":"api_error","message":"Replica [^"]+ failed mid-stream: [^"]+"\}\}\n\n$/);
-      const line = (await waitForAccess(g, (ls) => ls.some((l) => l.outcome === 'interrupted'))).find((l) => l.outcome === 'interrupted')!;
+      const line = (await waitForAccess(g, (ls) => ls.some((l) => l.outcome === 'interrupted'), 10_000)).find((l) => l.outcome === 'interrupted')!;
       assert.equal(line.done, false);
     } finally {
       await g.close();
@@ -133,7 +133,7 @@ describe('Anthropic Messages through the gateway', () => {
       assert.match(text, /"type":"tool_use"/);
       const whole = await post(g, ask(400, { type: 'auto' }));
       assert.match(await whole.body.text(), /"stop_reason":"tool_use"/);
-      const lines = await waitForAccess(g, (ls) => ls.filter((l) => l.path === '/v1/messages').length >= 2);
+      const lines = await waitForAccess(g, (ls) => ls.filter((l) => l.path === '/v1/messages').length >= 2, 10_000);
       assert.deepEqual(lines.filter((l) => l.path === '/v1/messages').map((l) => l.toolCallTruncated), [true, undefined]);
       assert.ok(g.logs.find((l) => l.level === 40 && /tool call cut/.test(l.msg) && /^chatcmpl-/.test(l.requestId)), 'the warn line names vLLM\'s request id');
       const metrics = await (await fetch(`${g.adminUrl}/metrics`)).text();
@@ -152,7 +152,7 @@ describe('Anthropic Messages through the gateway', () => {
       await ready(g);
       const res = await post(g, JSON.stringify({ model: DEFAULT_MODEL, max_tokens: 32, stream: true, messages: [{ role: 'user', content: 'Hi' }] }));
       await res.body.text();
-      await waitFor('the SERVER span', () => mem.getFinishedSpans().some((s) => s.kind === SpanKind.SERVER && s.name === 'POST /v1/messages'));
+      await waitFor('the SERVER span', () => mem.getFinishedSpans().some((s) => s.kind === SpanKind.SERVER && s.name === 'POST /v1/messages'), 10_000);
       const span = mem.getFinishedSpans().find((s) => s.kind === SpanKind.SERVER && s.name === 'POST /v1/messages')!;
       assert.equal(span.attributes['gen_ai.operation.name'], 'chat');
       assert.equal(span.attributes['gen_ai.request.model'], DEFAULT_MODEL);

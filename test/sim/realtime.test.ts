@@ -22,7 +22,7 @@ describe('simulator: realtime transcription', () => {
     const r = await replica(t, FAST);
     const c = await connect(r.url);
     t.after(() => c.ws.close());
-    await waitFor(() => c.events.length === 1, 2000, 'session.created');
+    await waitFor(() => c.events.length === 1, 10_000, 'session.created');
     assert.deepEqual(Object.keys(c.events[0]), ['type', 'id', 'created']);
     assert.equal(c.events[0].type, 'session.created');
     assert.match(c.events[0].id, /^sess-[0-9a-f]{32}$/);
@@ -30,7 +30,7 @@ describe('simulator: realtime transcription', () => {
     c.send({ type: 'input_audio_buffer.commit' });
     for (let i = 0; i < 10; i++) c.send({ type: 'input_audio_buffer.append', audio: audio(40) });
     c.send({ type: 'input_audio_buffer.commit', final: true });
-    await waitFor(() => c.events.some((e) => e.type === 'transcription.done'), 5000, 'transcription.done');
+    await waitFor(() => c.events.some((e) => e.type === 'transcription.done'), 10_000, 'transcription.done');
     const deltas = c.events.filter((e) => e.type === 'transcription.delta').map((e) => e.delta as string);
     const done = c.events.find((e) => e.type === 'transcription.done')!;
     assert.ok(deltas.length >= 2, `${deltas.length} deltas`);
@@ -49,7 +49,7 @@ describe('simulator: realtime transcription', () => {
     c.send({ type: 'response.create' });
     c.send({ type: 'session.update', model: r.config.model });
     c.send({ type: 'input_audio_buffer.append', audio: '' });
-    await waitFor(() => c.events.filter((e) => e.type === 'error').length === 4, 2000, 'four errors');
+    await waitFor(() => c.events.filter((e) => e.type === 'error').length === 4, 10_000, 'four errors');
     assert.deepEqual(c.events.filter((e) => e.type === 'error').map((e) => e.code), ['model_not_validated', 'invalid_json', 'unknown_event', 'invalid_audio']);
     assert.deepEqual(Object.keys(c.events[1]), ['type', 'error', 'code']);
     const other = new WebSocket(`${r.url.replace(/^http/, 'ws')}/v1/other`);
