@@ -73,15 +73,36 @@ export function isWarmrouteError(e: unknown): e is WarmrouteError {
   return e instanceof Error && typeof (e as WarmrouteError).openaiCode === 'string';
 }
 
-/** Answers with the error, unless a response is already under way (then there is nothing to say). */
-export function writeError(res: ServerResponse, err: WarmrouteError, extraHeaders: readonly string[] = []): void {
-  if (res.headersSent) return;
-  res.writeHead(err.statusCode, ['content-type', 'application/json', ...err.headers, ...extraHeaders]);
-  res.end(errorBody(err));
+/**
+ * The API shape a caller's errors are written in: OpenAI's (`{"error":{message,type,param,code}}`)
+ * or Anthropic's (`{"type":"error","error":{type,message}}`, for the Messages API). Both render the
+ * same registry entry: one status, one message, one code for the logs.
+ */
+export type ErrorShape = 'openai' | 'anthropic';
+
+/** Anthropic's error type by status, as its SDKs map them (a status the table lacks is the client's fault below 500). */
+const ANTHROPIC_TYPE: Readonly<Record<number, string>> = {
+  400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error',
+  413: 'request_too_large', 429: 'rate_limit_error', 500: 'api_error', 502: 'api_error', 504: 'api_error', 529: 'overloaded_error',
+};
+
+/** Anthropic's `error.type` for a registry entry: a 503 is the gateway at its limit or out of replicas, Anthropic's overloaded_error. */
+export function anthropicErrorType(err: WarmrouteError): string {
+  const s = err.statusCode;
+  if (s === 503) return 'overloaded_error';
+  return ANTHROPIC_TYPE[s] ?? (s >= 500 ? 'api_error' : 'invalid_request_error');
 }
 
-/** The OpenAI-shaped body for an error. */
-export function errorBody(err: WarmrouteError): string {
+/** Answers with the error, unless a response is already under way (then there is nothing to say). */
+export function writeError(res: ServerResponse, err: WarmrouteError, extraHeaders: readonly string[] = [], shape: ErrorShape = 'openai'): void {
+  if (res.headersSent) return;
+  res.writeHead(err.statusCode, ['content-type', 'application/json', ...err.headers, ...extraHeaders]);
+  res.end(errorBody(err, shape));
+}
+
+/** The body for an error, in the caller's API shape. */
+export function errorBody(err: WarmrouteError, shape: ErrorShape = 'openai'): string {
+  if (shape === 'anthropic') return JSON.stringify({ type: 'error', error: { type: anthropicErrorType(err), message: err.message } });
   return JSON.stringify({ error: { message: err.message, type: err.openaiType, param: err.param, code: err.openaiCode } });
 }
 

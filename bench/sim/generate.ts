@@ -8,6 +8,7 @@ import type { SimConfig } from './config.js';
 import type { Engine } from './engine.js';
 import type { FaultState } from './faults.js';
 import { randomHex } from './hash.js';
+import { createMessagesOutput, type MessagesOutput } from './messages-chunks.js';
 import { planOutput } from './output.js';
 import type { GenRequest } from './request.js';
 import { createResponsesOutput, responseObject, type ResponsesOutput } from './response-chunks.js';
@@ -28,7 +29,7 @@ export interface AbortRecord {
 
 export interface RequestRecord {
   id: string;
-  kind: 'chat' | 'completion' | 'responses';
+  kind: GenRequest['kind'];
   stream: boolean;
   promptTokens: number;
   cachedTokens: number;
@@ -73,7 +74,8 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
   const epoch = ctx.epoch.n;
   const chat = g.kind === 'chat';
   const ident = {
-    id: g.responses?.id ?? (chat ? `chatcmpl-${randomHex(16)}` : `cmpl-${randomHex(16)}`),
+    // vLLM runs a Messages request as a chat completion, and its message keeps that id.
+    id: g.responses?.id ?? (chat || g.kind === 'messages' ? `chatcmpl-${randomHex(16)}` : `cmpl-${randomHex(16)}`),
     created: Math.floor(Date.now() / 1000),
     model: cfg.model,
   };
@@ -87,6 +89,8 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
   });
   // Responses API: the output items and events are built as tokens come, streamed or not.
   const rsp: ResponsesOutput | null = g.responses ? createResponsesOutput(g.responses, ident) : null;
+  // Anthropic Messages: the chat completion's chunks as vLLM converts them.
+  const msg: MessagesOutput | null = g.kind === 'messages' ? createMessagesOutput(ident) : null;
   const rspStatus = (finish: string) => (finish === 'length' ? 'incomplete' : 'completed');
   const die = g.stream ? ctx.faults.take('die-mid-stream') : undefined;
   const dieAfter = die ? (die.afterChunks ?? 3) : Infinity;
@@ -144,13 +148,16 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
         if (rsp) {
           out += events;
           if (finish !== null) out += rsp.finish(rspStatus(finish), usage(s));
+        } else if (msg) {
+          out += msg.token(d, index === 0, s.promptLen);
+          if (finish !== null) out += msg.finish(finish, usage(s));
         } else if (chat) {
           if (index === 0) out += chatChunks.role(ident);
           out += chatChunks.token(ident, deltaJson(d, g.toolParser), finish) ?? '';
         } else {
           out += completionChunks.token(ident, d.t === 'text' ? d.text : '', finish);
         }
-        if (finish !== null && g.includeUsage && !rsp) {
+        if (finish !== null && g.includeUsage && !rsp && !msg) {
           out += chat ? chatChunks.usage(ident, usage(s)) : completionChunks.usage(ident, usage(s));
         }
         if (d.t !== 'none') chunksSent++;
@@ -195,10 +202,22 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
           return;
         }
         if (g.stream) {
-          res.end(SSE_DONE);
+          // A Messages stream ends with message_stop, sent with the last token.
+          res.end(msg ? undefined : SSE_DONE);
           return;
         }
         const text = texts.join('');
+        if (msg) {
+          if (plan.tool && finish === 'length') {
+            // vLLM's converter parses the call's arguments as JSON: cut short, they fail it (a 500).
+            res.writeHead(500, { 'content-type': 'application/json' });
+            res.end(JSON.stringify({ type: 'error', error: { type: 'internal_error', message: `Unterminated string starting at: line 1 column ${toolArgs.length} (char ${toolArgs.length - 1})` } }));
+            return;
+          }
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(msg.body(text, plan.tool && reason === 'stop' ? plan.tool : null, finish, usage(s)));
+          return;
+        }
         if (!chat) body = completionBody(ident, text, finish, usage(s));
         else if (plan.tool && reason === 'stop') body = chatCompletionBody(ident, null, [plan.tool], finish, usage(s));
         // vLLM answers a named tool_choice with the output as the call's arguments, cut or not.

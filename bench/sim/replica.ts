@@ -1,6 +1,7 @@
 // One simulated vLLM replica: a node:http server, an engine, a KV pool, metrics and faults.
 
 import { createServer, type Server, type ServerResponse } from 'node:http';
+import { attachRealtime, type Realtime } from './realtime.js';
 import type { AddressInfo } from 'node:net';
 import { resolveConfig, type SimConfig, type SimReplicaOptions } from './config.js';
 import { createEngine, type EngineHooks } from './engine.js';
@@ -53,6 +54,8 @@ export interface SimReplica {
   reset(): void;
   /** Its KV event publisher (--kv-events), or null. */
   kvEvents: SimKvPublisher | null;
+  /** Its realtime transcription endpoint (`/v1/realtime`): open connections, utterances done. */
+  realtime: Pick<Realtime, 'open' | 'done'>;
   close(): Promise<void>;
 }
 
@@ -159,6 +162,8 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
   const dropInFlight = () => {
     gen.epoch.n++;
     for (const res of [...live, ...held]) res.destroy();
+    // Upgraded sockets are no longer the HTTP server's: a dead process drops them too.
+    realtime.dropAll();
     engine.reset();
   };
 
@@ -184,6 +189,8 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
   };
 
   const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => handler(req, res));
+  // 1,280 samples: 80 ms of 16 kHz audio per transcribed token.
+  const realtime = attachRealtime(server, { stepMs: cfg.stepBaseMs, samplesPerToken: 1280 });
   const port = await listen(server, cfg.port, cfg.host);
 
   const crash = (f: Extract<Fault, { kind: 'crash' }>) => {
@@ -233,6 +240,7 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
     requests: () => log.slice(),
     reset,
     kvEvents: kv,
+    realtime: { open: realtime.open, done: realtime.done },
     async close() {
       if (closed) return;
       closed = true;
@@ -242,6 +250,7 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
       engine.stop();
       // The spans of finished requests still queued go out before the replica is gone.
       await tracer?.shutdown().catch(() => {});
+      await realtime.close();
       await new Promise<void>((resolve) => {
         if (!server.listening) return resolve();
         server.close(() => resolve());

@@ -24,7 +24,8 @@ export interface ResponsesMeta {
 }
 
 export interface GenRequest {
-  kind: 'chat' | 'completion' | 'responses';
+  /** `messages`: Anthropic's Messages API (run as a chat completion, as vLLM does). */
+  kind: 'chat' | 'completion' | 'responses' | 'messages';
   stream: boolean;
   includeUsage: boolean;
   prompt: number[];

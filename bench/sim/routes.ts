@@ -8,6 +8,7 @@ import { randomHex } from './hash.js';
 import { pushText } from './tokenizer.js';
 import { parseChat, parseCompletion, type GenRequest } from './request.js';
 import { parseResponses } from './responses-request.js';
+import { anthropicError, countTokens, parseMessages } from './messages-request.js';
 
 export interface RouteDeps {
   gen: GenContext;
@@ -101,9 +102,24 @@ const PARSERS: Record<string, Parse> = {
   '/v1/chat/completions': (b, gen) => parseChat(b, gen.cfg),
   '/v1/completions': (b, gen) => parseCompletion(b, gen.cfg),
   '/v1/responses': (b, gen) => parseResponses(b, gen.cfg, gen.responses, gen.cfg.enableResponsesStore),
+  '/v1/messages': (b, gen) => parseMessages(b, gen.cfg),
 };
 
-async function generation(deps: RouteDeps, req: IncomingMessage, res: ServerResponse, parse: Parse): Promise<void> {
+/** vLLM's POST /v1/messages/count_tokens: the prompt's tokens, no generation. */
+async function messagesCountTokens(deps: RouteDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let body: unknown;
+  try {
+    body = JSON.parse(await readBody(req));
+  } catch (e) {
+    const message = (e as Error).message;
+    return sendError(res, errors.invalidJson(message, Number(/at position (\d+)/.exec(message)?.[1] ?? 0)));
+  }
+  const out = countTokens(body, deps.gen.cfg);
+  if (typeof out !== 'string') return sendError(res, out);
+  send(res, 200, out);
+}
+
+async function generation(deps: RouteDeps, req: IncomingMessage, res: ServerResponse, parse: Parse, path: string): Promise<void> {
   const arrival = performance.now();
   const { gen } = deps;
   const body = await readBody(req);
@@ -116,7 +132,9 @@ async function generation(deps: RouteDeps, req: IncomingMessage, res: ServerResp
     send(res, 500, '', 'text/plain');
     return;
   }
-  if (gen.faults.take('busy')) return reject(errors.busy(gen.engine.waiting()));
+  // Errors vLLM's Messages handler meets are translated into Anthropic's shape (messages-request.ts).
+  const shaped = path === '/v1/messages' ? anthropicError : (e: HttpError) => e;
+  if (gen.faults.take('busy')) return reject(shaped(errors.busy(gen.engine.waiting())));
   if (gen.faults.take('stall')) return hold(deps, res);
   const mediaType = (req.headers['content-type'] ?? '').split(';', 1)[0].trim().toLowerCase();
   if (mediaType !== 'application/json') return reject(errors.unsupportedMediaType());
@@ -130,7 +148,7 @@ async function generation(deps: RouteDeps, req: IncomingMessage, res: ServerResp
   const g = parse(parsed, gen);
   if ('status' in g) return reject(g);
   if (gen.engine.waiting() + gen.inFrontend.n >= gen.cfg.maxWaiting) {
-    return reject(errors.busy(gen.engine.waiting() + gen.inFrontend.n));
+    return reject(shaped(errors.busy(gen.engine.waiting() + gen.inFrontend.n)));
   }
   deps.live.add(res);
   res.on('close', () => deps.live.delete(res));
@@ -186,7 +204,11 @@ export function createRequestHandler(deps: RouteDeps): (req: IncomingMessage, re
       const parse = PARSERS[path];
       if (parse !== undefined) {
         if (method !== 'POST') return sendError(res, errors.methodNotAllowed());
-        return generation(deps, req, res, parse);
+        return generation(deps, req, res, parse, path);
+      }
+      if (path === '/v1/messages/count_tokens') {
+        if (method !== 'POST') return sendError(res, errors.methodNotAllowed());
+        return messagesCountTokens(deps, req, res);
       }
       if (path === '/tokenize' && method === 'POST') return tokenize(deps, req, res);
       req.resume();

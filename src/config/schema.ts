@@ -210,9 +210,9 @@ export const ConfigSchema = Type.Object({
   /** The data plane's route table (edge/routes.ts). */
   routes: Section({
     /**
-     * More /v1/* paths forwarded as they are, besides the chat, completions, responses and models
-     * routes and the built-in list (embeddings, audio transcriptions/translations, score, rerank):
-     * exact paths, or prefixes ending in `/*`. Any other path is a 404.
+     * More /v1/* paths forwarded as they are, besides the chat, completions, responses, Anthropic
+     * messages and models routes and the built-in list (embeddings, audio transcriptions/translations,
+     * score, rerank): exact paths, or prefixes ending in `/*`. Any other path is a 404.
      */
     extraPaths: Type.Array(Type.String({ pattern: '^/v1/[A-Za-z0-9._~/-]*\\*?$' }), { default: [] }),
   }),
@@ -220,13 +220,15 @@ export const ConfigSchema = Type.Object({
     strategy: Type.Union(STRATEGY_NAMES.map((s) => Type.Literal(s)), { default: 'affinity' }),
     /**
      * Ordered sources of the session key; the first present wins. Each is `header:<name>` /
-     * `body:<field>`, or `{ from, name, enabled }` to list a source but keep it off (body:user is:
-     * one OpenAI `user` often holds several concurrent sessions).
+     * `body:<field>` (`body:<field>.<field>` for one nested in an object), or `{ from, name,
+     * enabled }` to list a source but keep it off (body:user and Anthropic's body:metadata.user_id
+     * are: one user often holds several concurrent sessions).
      */
     sessionKeySources: Type.Array(SessionKeySourceSchema, {
       default: [
         'header:x-session-id', 'header:x-session-affinity', 'body:prompt_cache_key', 'body:session_id',
         { from: 'body', name: 'user', enabled: false },
+        { from: 'body', name: 'metadata.user_id', enabled: false },
       ],
     }),
     maxSessionKeyBytes: Type.Integer({ minimum: 1, maximum: 4096, default: 256 }),

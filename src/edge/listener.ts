@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { errorBody, errors, writeError, type WarmrouteError } from '../errors.js';
+import { errorShapeOf } from './routes.js';
 
 /** Limits of the data-plane listener itself, before any request reaches the pipeline. */
 const HEADERS_TIMEOUT_MS = 30_000;
@@ -31,9 +32,9 @@ export function createDataPlaneServer(handle: (req: IncomingMessage, res: Server
   const server = createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, keepAliveTimeout: KEEP_ALIVE_MS }, handle);
   server.on('clientError', answerClientError);
   // An Expect other than 100-continue: node answers 417 by itself unless told otherwise.
-  server.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     res.shouldKeepAlive = false;
-    writeError(res, errors.expectationFailed());
+    writeError(res, errors.expectationFailed(), [], errorShapeOf((req.url ?? '').split('?', 1)[0]));
   });
   return server;
 }

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { ResolvedConfig } from '../config/schema.js';
-import { errors, toWarmrouteError, writeError, type WarmrouteError } from '../errors.js';
+import { errors, toWarmrouteError, writeError, type ErrorShape, type WarmrouteError } from '../errors.js';
 import type { Registry } from '../fleet/registry.js';
 import { identify, identityWithoutBody, validateBody, type IdentityOptions, type RequestIdentity, type RequestKind } from '../identify/identity.js';
 import { Shed, type Limiter } from '../queue/limiter.js';
@@ -18,7 +18,7 @@ import type { Tracing } from '../telemetry/tracing/tracing.js';
 import type { Keyring } from './api-keys.js';
 import { discardBody, readBody } from './body.js';
 import { modelsBody } from './models.js';
-import { routeOf } from './routes.js';
+import { errorShapeOf, routeOf } from './routes.js';
 import { priorityOf, type Priority } from '../queue/priority.js';
 import { bodyWithFields } from './body-fields.js';
 import { createToolGuard, type ToolRequest } from './tool-guard.js';
@@ -77,8 +77,10 @@ class InFlight {
   /** Set once forwarded: what fleet/ is told of the exchange when it ends. */
   target: string | null = null;
   body: Buffer | null = null;
-  /** A chat request: what the tool-call guard made of it. */
+  /** A chat or Messages request: what the tool-call guard made of it. */
   tools: ToolRequest | null = null;
+  /** The shape its errors are written in: its path's API (edge/routes.ts errorShapeOf). */
+  api: ErrorShape = 'openai';
   /** Its priority class and place in the queues (queue/priority.ts), once the body is read. */
   priority: Priority | null = null;
   /** The API key's configured class, once checked. */
@@ -158,7 +160,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     if (x.owner.ended) return;
     const err: WarmrouteError = toWarmrouteError(e);
     if (err.statusCode >= 500 && err.openaiCode === 'internal_error') log.error({ err: e, path: x.path }, 'internal error');
-    writeError(x.res, err);
+    writeError(x.res, err, [], x.api);
     x.clock.ended = nowMs();
     x.owner.end(endedAtEdge('failed', err.statusCode, err));
   }
@@ -186,7 +188,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   function forwardTo(x: InFlight, target: string, body: Buffer | null, decision: Decision, resumable: Record<string, unknown> | undefined, streamed: boolean) {
     x.target = target;
     x.body = body;
-    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, resumable, streamed, trace: x.trace, tools: x.tools, place: x.priority }, deps);
+    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, api: x.api, resumable, streamed, trace: x.trace, tools: x.tools, place: x.priority }, deps);
   }
 
   function refusedForLoad(x: InFlight, e: unknown) {
@@ -217,7 +219,9 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
 
   function authorize(x: InFlight) {
     if (keyring.open) return;
-    const key = keyring.check(x.req.headers.authorization);
+    // Anthropic's SDKs send their key as x-api-key, not as a bearer token.
+    const apiKey = x.req.headers['x-api-key'];
+    const key = keyring.check(x.req.headers.authorization ?? (typeof apiKey === 'string' ? `Bearer ${apiKey}` : undefined));
     if (typeof key === 'string') {
       metrics.authFailures.inc({ reason: key });
       throw errors.invalidApiKey([key === 'missing' ? 'An API key is required: send it as Authorization: Bearer <key>' : 'Incorrect API key provided']);
@@ -245,6 +249,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     try {
       const target = requestTarget(req.url);
       x.path = target.path;
+      x.api = errorShapeOf(target.path);
       const method = req.method ?? 'GET';
       const route = routeOf(target.path, method, config.routes.extraPaths);
       authorize(x);
@@ -283,9 +288,12 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             // Kept for mid-stream resume only (opt-in): a streamed chat completion.
             if (config.resume.enabled && json === 'chat' && streamed) resumable = parsed;
             if (config.logging.logPrompts) log.debug({ session: recorder.sessionTag(x.identity.sessionKey), body: parsed }, 'request body');
-            if (json === 'chat') x.tools = toolGuard.prepare(parsed, config.tools.minMaxTokens, callerOf, x);
+            if (json === 'chat' || json === 'messages') x.tools = toolGuard.prepare(parsed, config.tools.minMaxTokens, callerOf, x, json);
             x.priority = priorityOf({ keyClass: x.keyClass, headers: req.headers, body: json === 'other' ? null : parsed, hasSession: x.identity.sessionKey !== null, arrivedAt: clock.received, options: config.priority });
-            sent = bodyWithFields(parsed, body!, x.tools?.fields ?? null, x.priority.inject === null ? null : { priority: x.priority.inject });
+            // vLLM's Messages endpoint takes no `priority` (its request model has none and drops
+            // unknown fields): the class orders the gateway's queues only, and the bytes go as sent.
+            const inject = x.priority.inject === null || json === 'messages' ? null : { priority: x.priority.inject };
+            sent = bodyWithFields(parsed, body!, x.tools?.fields ?? null, inject);
           }
           clock.parsed = nowMs();
           x.priority ??= priorityOf({ keyClass: x.keyClass, headers: req.headers, body: null, hasSession: x.identity.sessionKey !== null, arrivedAt: clock.received, options: config.priority });

@@ -1,3 +1,4 @@
+import type { ErrorShape } from '../errors.js';
 import type { RequestKind } from '../identify/identity.js';
 
 /** What the data plane does with a path. */
@@ -18,6 +19,10 @@ const ROUTES: ReadonlyMap<string, Entry> = new Map<string, Entry>([
   ['/v1/chat/completions', { kind: { json: 'chat' }, methods: ['POST'] }],
   ['/v1/completions', { kind: { json: 'completion' }, methods: ['POST'] }],
   ['/v1/responses', { kind: { json: 'responses' }, methods: ['POST'] }],
+  ['/v1/messages', { kind: { json: 'messages' }, methods: ['POST'] }],
+  // Read for its model only (no prompt chain): it goes to a replica that serves the model, as a
+  // generation would, and answers at once.
+  ['/v1/messages/count_tokens', { kind: { json: 'other' }, methods: ['POST'] }],
   ['/v1/models', { kind: { models: true }, methods: ['GET', 'HEAD'] }],
 ]);
 
@@ -41,6 +46,15 @@ function forwarded(path: string, extra: readonly string[]): boolean {
   if (FORWARDED_PATHS.includes(path)) return true;
   for (const p of extra) if (p.endsWith('/*') ? path.startsWith(p.slice(0, -1)) : path === p) return true;
   return false;
+}
+
+/**
+ * The API shape of the errors the gateway writes for a path: Anthropic's under /v1/messages (its
+ * SDKs read theirs, and a route of that API the gateway lacks is still that API's 404), OpenAI's
+ * everywhere else.
+ */
+export function errorShapeOf(path: string): ErrorShape {
+  return path.startsWith('/v1/messages') && (path.length === 12 || path[12] === '/') ? 'anthropic' : 'openai';
 }
 
 /** A stored response and what can be asked of it (OpenAI's retrieve, delete, cancel, input items). */

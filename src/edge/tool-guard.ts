@@ -14,12 +14,12 @@ export interface ToolRequest {
 
 export interface ToolGuard {
   /**
-   * A chat request as parsed: raised when it offers tools and asks for fewer than `minTokens`
-   * tokens. `who(ctx)` names the caller (API key name or session tag) for the once-per-caller
-   * warning, asked for only when a limit is raised (a function and its argument, not a closure
-   * made for every request).
+   * A chat (or Anthropic Messages, `api`) request as parsed: raised when it offers tools and asks
+   * for fewer than `minTokens` tokens. `who(ctx)` names the caller (API key name or session tag)
+   * for the once-per-caller warning, asked for only when a limit is raised (a function and its
+   * argument, not a closure made for every request).
    */
-  prepare<C>(parsed: Record<string, unknown>, minTokens: number, who: (ctx: C) => string, ctx: C): ToolRequest;
+  prepare<C>(parsed: Record<string, unknown>, minTokens: number, who: (ctx: C) => string, ctx: C, api?: ToolApi): ToolRequest;
 }
 
 const FIELDS = ['max_tokens', 'max_completion_tokens'] as const;
@@ -30,8 +30,18 @@ const MAX_WARNED = 10_000;
 const NO_TOOLS: ToolRequest = Object.freeze({ watch: null, fields: null, adjusted: null });
 
 const offersTools = (parsed: Record<string, unknown>) => Array.isArray(parsed.tools) && parsed.tools.length > 0;
-/** tool_choice "required" or a named function: the answer must be a call. */
-const forcesCall = (parsed: Record<string, unknown>) => parsed.tool_choice === 'required' || (typeof parsed.tool_choice === 'object' && parsed.tool_choice !== null);
+/** Which API's fields the request uses: chat's `tool_choice` is a string or a named function, Anthropic's always an object with a `type`. */
+export type ToolApi = 'chat' | 'messages';
+
+/** tool_choice "required" or a named function (Anthropic: `any` or `tool`): the answer must be a call. */
+function forcesCall(parsed: Record<string, unknown>, api: ToolApi): boolean {
+  const choice = parsed.tool_choice;
+  if (api === 'messages') {
+    const type = typeof choice === 'object' && choice !== null ? (choice as Record<string, unknown>).type : undefined;
+    return type === 'any' || type === 'tool';
+  }
+  return choice === 'required' || (typeof choice === 'object' && choice !== null);
+}
 
 /**
  * The prevention half of the tool-call guard: a turn that emits two parallel tool calls in 100
@@ -43,9 +53,9 @@ export function createToolGuard(deps: { metrics: Metrics; log: Logger }): ToolGu
   const warned = new Set<string>();
   const raisedBy = Object.fromEntries(FIELDS.map((f) => [f, deps.metrics.toolMaxTokensRaised.labels(f)])) as Record<(typeof FIELDS)[number], { inc(): void }>;
   return {
-    prepare(parsed, minTokens, who, ctx) {
+    prepare(parsed, minTokens, who, ctx, api = 'chat') {
       if (!offersTools(parsed)) return NO_TOOLS;
-      const watch: ToolWatchMode = forcesCall(parsed) ? 'forced' : 'offered';
+      const watch: ToolWatchMode = forcesCall(parsed, api) ? 'forced' : 'offered';
       if (minTokens <= 0) return { watch, fields: null, adjusted: null };
       const low = FIELDS.filter((f) => typeof parsed[f] === 'number' && (parsed[f] as number) < minTokens);
       if (low.length === 0) return { watch, fields: null, adjusted: null };

@@ -48,7 +48,7 @@ const KIND_RESPONSES = 0x52; // R
 export const NO_CHAIN: Chain = { seed: '', firstUser: -1, chain: [], chainTokens: [], promptTokens: 0, placementKey: null, conversationKey: null, sharedTokens: 0, lastUser: -1, utterance: null };
 
 /** Model and cache_salt: they change the seed but are not prompt text, so they add no tokens. */
-function writeSeedHead(kind: number, body: Record<string, unknown>): number {
+export function writeSeedHead(kind: number, body: Record<string, unknown>): number {
   resetWriter();
   writeByte(kind);
   writeField(1, body.model);
@@ -66,7 +66,7 @@ function writeSeedHead(kind: number, body: Record<string, unknown>): number {
  * the first answer and the caller's next words), and is the placement key before that, when the
  * two conversations are the same bytes.
  */
-function linkChain(items: readonly unknown[], headBytes: number, opts: ChainOptions, writeItem: (item: unknown) => boolean): Chain {
+export function linkChain(items: readonly unknown[], headBytes: number, opts: ChainOptions, writeItem: (item: unknown) => boolean): Chain {
   const bpt = opts.bytesPerToken;
   const seedTokens = Math.ceil((writtenTextBytes() - headBytes) / bpt);
   const seed = digest(0n);
@@ -103,7 +103,7 @@ function linkChain(items: readonly unknown[], headBytes: number, opts: ChainOpti
   return { seed: seed.toString(16), firstUser, chain, chainTokens, promptTokens: tokens, placementKey: chain[placementAt], conversationKey: chain[secondUser < 0 ? placementAt : secondUser], sharedTokens, lastUser, utterance };
 }
 
-const asRecord = (v: unknown): Record<string, unknown> | null => (v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Record<string, unknown> : null);
+export const asRecord = (v: unknown): Record<string, unknown> | null => (v !== null && typeof v === 'object' && !Array.isArray(v) ? v as Record<string, unknown> : null);
 
 /**
  * One link per message, over the canonical rendering of (role, name, content, tool_calls,

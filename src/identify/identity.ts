@@ -3,6 +3,10 @@ import { defaultsOf } from '../config/defaults.js';
 import { ConfigSchema, type ResolvedConfig, type SessionKeySourceConfig } from '../config/schema.js';
 import { errors } from '../errors.js';
 import { chatChain, completionChain, NO_CHAIN, responsesChain, type Chain, type ChainOptions } from './chain.js';
+import { messagesChain } from './messages-chain.js';
+import { sessionKeyOf } from './session-key.js';
+
+export { sessionKeyOf } from './session-key.js';
 
 /** What the gateway knows of a request, computed once from the parsed body and headers. */
 export interface RequestIdentity {
@@ -49,7 +53,8 @@ export interface RequestIdentity {
   readonly storesResponse: boolean;
 }
 
-export type RequestKind = 'chat' | 'completion' | 'responses' | 'other';
+/** `messages`: Anthropic's Messages API. */
+export type RequestKind = 'chat' | 'completion' | 'responses' | 'messages' | 'other';
 
 export interface IdentityOptions extends ChainOptions {
   /**
@@ -81,35 +86,6 @@ const schemaDefaults = defaultsOf(ConfigSchema);
 export const DEFAULT_IDENTITY_OPTIONS: IdentityOptions = identityOptionsOf(schemaDefaults);
 
 type Body = Record<string, unknown>;
-
-const CONTROL = /[\u0000-\u001f\u007f]/;
-
-interface CompiledSource { readonly header: boolean; readonly name: string; readonly label: string }
-
-/** Sources are parsed once per options object, not per request. */
-const compiledSources = new WeakMap<IdentityOptions, readonly CompiledSource[]>();
-
-function sourcesOf(opts: IdentityOptions): readonly CompiledSource[] {
-  let c = compiledSources.get(opts);
-  if (c !== undefined) return c;
-  const sources: CompiledSource[] = [];
-  for (const s of opts.sessionKeySources) {
-    let src: { from: string; name: string; enabled?: boolean };
-    if (typeof s === 'string') {
-      const colon = s.indexOf(':');
-      src = { from: s.slice(0, colon), name: s.slice(colon + 1) };
-      if (src.from !== 'header' && src.from !== 'body') throw new Error(`session key source ${JSON.stringify(s)}: expected header:<name> or body:<field>`);
-    } else {
-      src = s;
-    }
-    if (src.enabled === false || src.name === '') continue;
-    const name = src.from === 'header' ? src.name.toLowerCase() : src.name;
-    sources.push({ header: src.from === 'header', name, label: `${src.from}:${name}` });
-  }
-  c = sources;
-  compiledSources.set(opts, c);
-  return c;
-}
 
 /**
  * True when `v` nests arrays and objects more than `left` levels deep. Recursion is bounded by
@@ -143,6 +119,13 @@ export function validateBody(kind: RequestKind, body: unknown, opts: IdentityOpt
     if (b.messages.length === 0) throw errors.invalidRequest(['`messages` must hold at least one message'], 'messages');
     if (b.messages.length > opts.maxMessages) throw errors.tooManyMessages([b.messages.length, opts.maxMessages], 'messages');
   }
+  if (kind === 'messages') {
+    if (!Array.isArray(b.messages)) throw errors.invalidRequest(['`messages` must be an array'], 'messages');
+    if (b.messages.length === 0) throw errors.invalidRequest(['`messages` must hold at least one message'], 'messages');
+    if (b.messages.length > opts.maxMessages) throw errors.tooManyMessages([b.messages.length, opts.maxMessages], 'messages');
+    if (b.system !== undefined && b.system !== null && typeof b.system !== 'string' && !Array.isArray(b.system)) throw errors.invalidRequest(['`system` must be a string or an array of content blocks'], 'system');
+    if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) throw errors.invalidRequest(['`tools` must be an array'], 'tools');
+  }
   if (kind === 'completion' && typeof b.prompt !== 'string' && !Array.isArray(b.prompt)) {
     throw errors.invalidRequest(['`prompt` must be a string or an array'], 'prompt');
   }
@@ -166,33 +149,6 @@ export function responseIdOf(value: unknown, param: string | null, opts: Identit
   return value;
 }
 
-/** The session key from the first enabled source that has one; over-long keys are a 400. */
-export function sessionKeyOf(
-  body: Body | null,
-  headers: IncomingHttpHeaders,
-  opts: IdentityOptions,
-): { key: string; source: string } | null {
-  const maxKeyBytes = opts.maxSessionKeyBytes;
-  for (const src of sourcesOf(opts)) {
-    let value: unknown = src.header ? headers[src.name] : body === null ? undefined : body[src.name];
-    if (Array.isArray(value)) value = value[0];
-    if (typeof value === 'number' && Number.isFinite(value)) value = String(value);
-    if (typeof value !== 'string' || value.length === 0) continue;
-    // A key lands in logs (hashed), Redis keys and pub/sub messages: control characters have no
-    // business in one.
-    if (CONTROL.test(value)) throw errors.invalidRequest([`The session key from ${src.label} holds control characters`], src.header ? null : src.name);
-    // Cheap bound first: a UTF-16 length within max/3 cannot exceed max bytes.
-    if (value.length * 3 > maxKeyBytes) {
-      const bytes = Buffer.byteLength(value);
-      if (bytes > maxKeyBytes) {
-        throw errors.sessionKeyTooLong([src.label, bytes, maxKeyBytes], src.header ? null : src.name);
-      }
-    }
-    return { key: value, source: src.label };
-  }
-  return null;
-}
-
 /**
  * Identity of a request the gateway does not route by content (e.g. embeddings, or
  * GET /v1/responses/{id}, whose id from the path is `storedResponseId`).
@@ -209,6 +165,7 @@ function chainOf(kind: RequestKind, body: Body, storedResponseId: string | null,
   switch (kind) {
     case 'chat': return chatChain(body, opts);
     case 'completion': return completionChain(body, opts);
+    case 'messages': return messagesChain(body, opts);
     // A continuation's prompt is the stored conversation plus this input, and only its replica
     // knows the stored part: the visible input alone is no prefix of anything. Its last user
     // message (if any) still says which caller turn it belongs to.
@@ -221,7 +178,7 @@ function chainOf(kind: RequestKind, body: Body, storedResponseId: string | null,
 }
 
 /**
- * Identity of a parsed chat/completions/responses body: the session key and the prefix chain,
+ * Identity of a parsed chat/completions/responses/messages body: the session key and the prefix chain,
  * computed once per request from the already-parsed body. Never throws for shapes it does not
  * understand (the replica judges those); only an over-long session key or response id is an error here.
  */

@@ -215,7 +215,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       if (truncated) {
         const model = e.reason !== null ? identity?.model ?? null : null;
         truncatedBy(modelLabel(model)).inc();
-        log.warn({ replica: e.replica, model, requestId: e.toolCall!.responseId, session: sessionTag(identity?.sessionKey ?? null), stream: e.sse }, 'tool call cut by the token limit (finish_reason "length" with a call unfinished): the client got no usable tool call');
+        log.warn({ replica: e.replica, model, requestId: e.toolCall!.responseId, session: sessionTag(identity?.sessionKey ?? null), stream: e.sse }, 'tool call cut by the token limit (finish_reason "length", or stop_reason "max_tokens", with a call unfinished): the client got no usable tool call');
       }
       // A stored response whose id could not be read cannot be followed up on its replica: loud.
       if (identity?.storesResponse && e.ending === 'complete' && e.status >= 200 && e.status < 300 && !e.responseId) {

@@ -1,8 +1,12 @@
+import { createMessagesToolWatch, toolCallEndOfMessagesBody, type MessagesToolWatch } from './messages-tool-calls.js';
 import { createSseEvents, type SseEvent, type SseEvents } from './sse-events.js';
 import { createBodyToolCallWatch, createToolCallWatch, type ToolCallEnd, type ToolCallWatch, type ToolWatchMode } from './tool-calls.js';
 import { usageIn, type Usage } from './usage.js';
 
 export type { Usage };
+
+/** Which API's answer is read: chat and completions, the Responses API, or Anthropic Messages. */
+export type TapApi = 'chat' | 'responses' | 'messages';
 
 /** What a stream's first token was: text, a reasoning model's thinking, or a tool call. */
 export type FirstToken = 'content' | 'reasoning' | 'tool_call';
@@ -10,7 +14,8 @@ export type FirstToken = 'content' | 'reasoning' | 'tool_call';
 /**
  * A passive reader of the response bytes on their way to the client: it never changes or holds
  * back a byte. It notes the first generated token (what TTFT ends on), the end of the stream
- * (`data: [DONE]`, or a Responses API stream's final event), the usage the replica reported, and
+ * (`data: [DONE]`, a Responses API stream's final event, a Messages stream's message_stop), the
+ * usage the replica reported, and
  * for the Responses API the id of the response relayed (its replica stores it).
  */
 export interface Tap {
@@ -45,6 +50,22 @@ const FUNCTION_CALL_ITEM = /"type"\s*:\s*"function_call"/;
 /** response.created's object leads with its id (vLLM and OpenAI both dump `id` first). */
 const CREATED_ID = /"response"\s*:\s*\{[^]*?"id"\s*:\s*"([^"\\]{1,256})"/;
 
+// Anthropic Messages events: the type is the SSE event name (vLLM and Anthropic send one), else
+// the data's leading `"type"`. A content delta is text, thinking or a tool call's input.
+const MESSAGES_TYPE = /^\s*\{\s*"type"\s*:\s*"([a-z_]+)"/;
+const DELTA_TYPE = /"type"\s*:\s*"(text|thinking|input_json)_delta"/;
+const NON_EMPTY_TEXT = /"text"\s*:\s*"[^"]/;
+const NON_EMPTY_THINKING = /"thinking"\s*:\s*"[^"]/;
+
+/** What a content_block_delta's data carries as its first output; null when nothing (an empty text delta). */
+function messagesOutput(data: string): FirstToken | null {
+  const m = DELTA_TYPE.exec(data);
+  if (m === null) return null;
+  if (m[1] === 'input_json') return 'tool_call';
+  if (m[1] === 'text') return NON_EMPTY_TEXT.test(data) ? 'content' : null;
+  return NON_EMPTY_THINKING.test(data) ? 'reasoning' : null;
+}
+
 /** Whether a Responses event carries the first output: text, reasoning, a function call's item or its arguments. */
 function isFirstOutput(type: string, data: string): boolean {
   switch (type) {
@@ -65,6 +86,7 @@ function isFirstOutput(type: string, data: string): boolean {
  */
 class SseTap implements Tap {
   private readonly toolWatch: ToolCallWatch | null;
+  private readonly messagesToolWatch: MessagesToolWatch | null;
   private readonly events: SseEvents;
   private first = false;
   firstToken: FirstToken | null = null;
@@ -78,15 +100,32 @@ class SseTap implements Tap {
   toolCall: ToolCallEnd | null = null;
   private ended = false;
 
-  constructor(private readonly responses: boolean, tools: ToolWatchMode | null) {
-    this.toolWatch = tools !== null && !responses ? createToolCallWatch(tools) : null;
+  constructor(private readonly api: TapApi, tools: ToolWatchMode | null) {
+    this.toolWatch = tools !== null && api === 'chat' ? createToolCallWatch(tools) : null;
+    this.messagesToolWatch = tools !== null && api === 'messages' ? createMessagesToolWatch(tools) : null;
     this.events = createSseEvents((e) => this.event(e), { bytes: 'latin1' });
   }
 
   private event(e: SseEvent): void {
     if (this.done) return;
-    if (this.responses) this.responsesEvent(e.event, e.data);
+    if (this.api === 'responses') this.responsesEvent(e.event, e.data);
+    else if (this.api === 'messages') this.messagesEvent(e.event, e.data);
     else this.chatEvent(e.data);
+  }
+
+  private messagesEvent(name: string | undefined, data: string): void {
+    const type = name !== undefined && name !== '' ? name : MESSAGES_TYPE.exec(data)?.[1] ?? '';
+    this.messagesToolWatch?.event(type, data);
+    if (type === 'content_block_delta') {
+      if (this.first) return;
+      const kind = messagesOutput(data);
+      if (kind !== null) { this.first = true; this.chunkHasFirst = true; this.firstToken = kind; }
+    } else if (type === 'message_delta') {
+      // The stop reason and the final usage; message_stop follows.
+      this.last = data;
+    } else if (type === 'message_stop') {
+      this.done = true;
+    }
   }
 
   private chatEvent(data: string): void {
@@ -119,7 +158,7 @@ class SseTap implements Tap {
     this.ended = true;
     if (this.last !== null) this.usage = usageIn(this.last);
     this.last = null;
-    this.toolCall = this.toolWatch?.end() ?? null;
+    this.toolCall = this.toolWatch?.end() ?? this.messagesToolWatch?.end() ?? null;
   }
 
   scan(chunk: Buffer): boolean {
@@ -144,8 +183,9 @@ const HEAD_BYTES = 512;
 const BODY_ID = /^\s*\{\s*"id"\s*:\s*"([^"\\]{1,256})"/;
 
 /** A whole (JSON) body: read for its usage and id only. */
-function bodyTap(responses: boolean, tools: ToolWatchMode | null): Tap {
-  const toolWatch = tools !== null && !responses ? createBodyToolCallWatch(tools) : null;
+function bodyTap(api: TapApi, tools: ToolWatchMode | null): Tap {
+  const responses = api === 'responses';
+  const toolWatch = tools === null || responses ? null : api === 'messages' ? createBodyToolCallWatch(tools, toolCallEndOfMessagesBody) : createBodyToolCallWatch(tools);
   let toolCall: ToolCallEnd | null = null;
   let tail: Buffer | null = null;
   let head: Buffer | null = null;
@@ -180,9 +220,10 @@ function bodyTap(responses: boolean, tools: ToolWatchMode | null): Tap {
 }
 
 /**
- * `responses`: the body answers POST /v1/responses (its events and object have their own shapes).
- * `tools`: the request offered tools or forced a call (a chat answer is then checked for a cut tool call).
+ * `api`: the API the body answers (the Responses API's and Anthropic Messages' events and objects
+ * have their own shapes). `tools`: the request offered tools or forced a call (a chat or Messages
+ * answer is then checked for a cut tool call).
  */
-export function createTap(sse: boolean, responses = false, tools: ToolWatchMode | null = null): Tap {
-  return sse ? new SseTap(responses, tools) : bodyTap(responses, tools);
+export function createTap(sse: boolean, api: TapApi = 'chat', tools: ToolWatchMode | null = null): Tap {
+  return sse ? new SseTap(api, tools) : bodyTap(api, tools);
 }

@@ -29,13 +29,13 @@ export interface ToolCallWatch {
 const LENGTH = /"finish_reason"\s*:\s*"length"/;
 const LEADING_ID = /^\s*\{\s*"id"\s*:\s*"([^"\\]{1,256})"/;
 /** Tool-call events kept per stream: past it the arguments cannot be checked, and a cut is assumed. */
-const MAX_KEPT_CHARS = 1 << 20;
+export const MAX_KEPT_CHARS = 1 << 20;
 
-const NOT_TRUNCATED: ToolCallEnd = Object.freeze({ truncated: false, responseId: null });
+export const NOT_TRUNCATED: ToolCallEnd = Object.freeze({ truncated: false, responseId: null });
 
-const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+export const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
-function isJson(text: string): boolean {
+export function isJson(text: string): boolean {
   try {
     JSON.parse(text);
     return true;
@@ -51,7 +51,7 @@ const anyOpen = (args: Iterable<string>): boolean => {
 };
 
 /** Latin1 text of UTF-8 bytes back to the text the replica meant (arguments may hold any character). */
-const utf8Of = (latin1: string): string => Buffer.from(latin1, 'latin1').toString('utf8');
+export const utf8Of = (latin1: string): string => Buffer.from(latin1, 'latin1').toString('utf8');
 
 /**
  * A streamed chat completion: the events that carry `tool_calls` are kept, and the length ending
@@ -132,7 +132,8 @@ export interface BodyToolCallWatch {
   end(): ToolCallEnd;
 }
 
-export function createBodyToolCallWatch(mode: ToolWatchMode = 'offered'): BodyToolCallWatch {
+/** `ofBody`: how the whole body is read at its end (a chat completion's, by default). */
+export function createBodyToolCallWatch(mode: ToolWatchMode = 'offered', ofBody: (latin1: string, mode: ToolWatchMode) => ToolCallEnd = toolCallEndOfBody): BodyToolCallWatch {
   let chunks: Buffer[] | null = [];
   let size = 0;
   return {
@@ -146,7 +147,7 @@ export function createBodyToolCallWatch(mode: ToolWatchMode = 'offered'): BodyTo
     end() {
       const c = chunks;
       chunks = null;
-      return c === null || c.length === 0 ? NOT_TRUNCATED : toolCallEndOfBody(Buffer.concat(c).toString('latin1'), mode);
+      return c === null || c.length === 0 ? NOT_TRUNCATED : ofBody(Buffer.concat(c).toString('latin1'), mode);
     },
   };
 }

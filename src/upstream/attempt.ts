@@ -164,7 +164,8 @@ export class AnswerAttempt extends Attempt {
     }
     const h = clientResponseHeaders(headers as Record<string, string | string[] | undefined>);
     out.sse = h.contentType.startsWith('text/event-stream');
-    this.host.tap = createTap(out.sse, ex.identity.kind === 'responses', ex.tools?.watch ?? null);
+    const kind = ex.identity.kind;
+    this.host.tap = createTap(out.sse, kind === 'responses' || kind === 'messages' ? kind : 'chat', ex.tools?.watch ?? null);
     out.status = status;
     // An event stream goes out chunked whatever the replica framed it with: if the replica
     // fails mid-way, an error event can still be added (stream/interrupt.ts).

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Dispatcher } from 'undici';
 import type { ResolvedConfig } from '../config/schema.js';
 import type { RequestTrace } from '../telemetry/tracing/request-trace.js';
-import type { WarmrouteError } from '../errors.js';
+import type { ErrorShape, WarmrouteError } from '../errors.js';
 import type { Health } from '../fleet/health.js';
 import type { ReplicaState } from '../fleet/registry.js';
 import type { RequestIdentity } from '../identify/identity.js';
@@ -41,6 +41,8 @@ export interface ForwardRequest {
   readonly draining: () => boolean;
   /** The client's Authorization is the gateway's own API key: it is not passed on. */
   readonly stripAuthorization: boolean;
+  /** The shape the gateway's own errors take, before and after the first byte (the caller's API). */
+  readonly api?: ErrorShape;
   /** The parsed chat body, when resume.enabled and the request can be resumed mid-stream. */
   readonly resumable?: Record<string, unknown>;
   /**

@@ -122,7 +122,7 @@ class Forwarding implements AttemptHost {
   private fail(err: WarmrouteError): void {
     this.out.error = err;
     this.out.status = err.statusCode;
-    writeError(this.ex.owner.res, err, this.deps.config.headers.route ? this.routeHeaders() : []);
+    writeError(this.ex.owner.res, err, this.deps.config.headers.route ? this.routeHeaders() : [], this.ex.api);
     this.finish('failed');
   }
 
@@ -183,7 +183,7 @@ class Forwarding implements AttemptHost {
 
   private interrupted(e: WarmrouteError): void {
     this.out.error = e;
-    endInterrupted(this.ex.owner.res, e, this.out.sse);
+    endInterrupted(this.ex.owner.res, e, this.out.sse, this.ex.api);
     this.finish('interrupted');
   }
 

@@ -22,7 +22,8 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | n
 /**
  * Request headers for the replica, as a flat [name, value, ...] list taken from the client's raw
  * headers (no object built). The replica's own api key, when configured, replaces the client's
- * Authorization, which is dropped anyway when it holds the gateway's own client key;
+ * Authorization and x-api-key (Anthropic's SDKs send their key there), which are dropped anyway when
+ * the gateway checks client keys (either may hold one);
  * x-forwarded-for gets the client address appended. `trace` (tracing on): the attempt's own
  * traceparent/tracestate, which replace the client's so the replica's span is the attempt's child.
  */
@@ -35,7 +36,7 @@ export function upstreamRequestHeaders(req: IncomingMessage, apiKey: string | un
     const name = raw[i].toLowerCase();
     if (HOP_BY_HOP.has(name) || extra?.has(name)) continue;
     if (name === 'x-forwarded-for') { xff = xff ? `${xff}, ${raw[i + 1]}` : raw[i + 1]; continue; }
-    if (name === 'authorization' && (apiKey !== undefined || dropAuthorization)) continue;
+    if ((name === 'authorization' || name === 'x-api-key') && (apiKey !== undefined || dropAuthorization)) continue;
     if (trace !== null && (name === 'traceparent' || name === 'tracestate')) continue;
     out.push(raw[i], raw[i + 1]);
   }

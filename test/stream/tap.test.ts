@@ -103,7 +103,7 @@ describe('sse tap: Responses API streams', () => {
   ];
   const feedResponses = (parts: string[], cuts?: number[]) => {
     const text = parts.join('');
-    const tap = createTap(true, true);
+    const tap = createTap(true, 'responses');
     const bounds = cuts ? [0, ...cuts, text.length] : [0, ...parts.map((_, i) => parts.slice(0, i + 1).join('').length)];
     let firstAt = -1;
     for (let i = 0; i + 1 < bounds.length; i++) if (tap.scan(Buffer.from(text.slice(bounds[i], bounds[i + 1]))) && firstAt < 0) firstAt = i;
@@ -160,7 +160,7 @@ describe('sse tap: Responses API streams', () => {
 
   it('a JSON response object: its leading id (split in tiny chunks), usage from its end; not read for other routes', () => {
     const body = JSON.stringify({ id: 'resp_json1', object: 'response', output: [{ type: 'message', content: [{ type: 'output_text', text: 'x' }] }], usage: { input_tokens: 40, input_tokens_details: { cached_tokens: 32 }, output_tokens: 3 }, user: null });
-    const tap = createTap(false, true);
+    const tap = createTap(false, 'responses');
     for (let i = 0; i < body.length; i += 3) tap.scan(Buffer.from(body.slice(i, i + 3)));
     tap.end();
     assert.equal(tap.responseId, 'resp_json1');
@@ -169,7 +169,7 @@ describe('sse tap: Responses API streams', () => {
     chat.scan(Buffer.from(body));
     chat.end();
     assert.equal(chat.responseId, null);
-    const error = createTap(false, true);
+    const error = createTap(false, 'responses');
     error.scan(Buffer.from('{"error":{"message":"x","id":"nope"}}'));
     error.end();
     assert.equal(error.responseId, null);
@@ -195,7 +195,7 @@ describe('sse tap: what the first token was (issue 17 #8)', () => {
     });
   }
   it('a Responses API reasoning delta is a reasoning first token', () => {
-    const tap = createTap(true, true);
+    const tap = createTap(true, 'responses');
     assert.equal(tap.scan(Buffer.from('event: response.reasoning_text.delta\ndata: {"delta":"Hmm","type":"response.reasoning_text.delta"}\n\n')), true);
     assert.equal(tap.firstToken, 'reasoning');
   });

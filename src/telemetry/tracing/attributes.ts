@@ -45,5 +45,5 @@ export const EVENT = {
   attemptFailed: 'attempt_failed',
 } as const;
 
-/** gen_ai.operation.name by request kind: the Responses API is a chat too. */
-export const OPERATION_OF: Readonly<Record<string, string>> = { chat: 'chat', responses: 'chat', completion: 'text_completion' };
+/** gen_ai.operation.name by request kind: the Responses API and Anthropic Messages are chats too. */
+export const OPERATION_OF: Readonly<Record<string, string>> = { chat: 'chat', responses: 'chat', messages: 'chat', completion: 'text_completion' };
