@@ -9,6 +9,8 @@ import type { Engine } from './engine.js';
 import type { FaultState } from './faults.js';
 import { randomHex } from './hash.js';
 import { planOutput } from './output.js';
+import type { LoraState } from './lora.js';
+import { loraRoot } from './lora.js';
 import type { GenRequest } from './request.js';
 import { createResponsesOutput, responseObject, type ResponsesOutput } from './response-chunks.js';
 import type { ResponseStore } from './response-store.js';
@@ -62,6 +64,8 @@ export interface GenContext {
   responses: ResponseStore;
   /** --otlp-traces-endpoint: the replica's llm_request spans; null when not traced. */
   tracer: SimTracer | null;
+  /** --enable-lora: the adapters and their slots (lora.ts). */
+  lora: LoraState;
   record(r: RequestRecord): void;
 }
 
@@ -75,7 +79,8 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
   const ident = {
     id: g.responses?.id ?? (chat ? `chatcmpl-${randomHex(16)}` : `cmpl-${randomHex(16)}`),
     created: Math.floor(Date.now() / 1000),
-    model: cfg.model,
+    // vLLM answers with the name asked for: the adapter's, for an adapter request.
+    model: g.lora ?? cfg.model,
   };
   const plan = planOutput({
     seed: cfg.seed,
@@ -127,7 +132,8 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
   const seq = createSeq({
     id: ident.id,
     prompt: g.prompt,
-    root: g.cacheSalt === undefined ? NO_SALT_ROOT : saltRoot(g.cacheSalt),
+    root: loraRoot(g.cacheSalt === undefined ? NO_SALT_ROOT : saltRoot(g.cacheSalt), g.lora ?? null),
+    lora: g.lora ?? null,
     plan,
     maxOut: Math.min(plan.ids.length, g.maxTokens),
     httpArrivalMs: arrivalMs,
@@ -228,7 +234,8 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
 
   // Frontend latency counts from HTTP arrival, so the sim's own parsing time is not added twice.
   ctx.inFrontend.n++;
-  const due = arrivalMs + frontendMs(cfg, g.prompt.length);
+  // An adapter not cached on the host is read from disk before its request reaches the engine.
+  const due = arrivalMs + frontendMs(cfg, g.prompt.length) + (g.lora === undefined ? 0 : ctx.lora.prepare(g.lora));
   const delay = due - performance.now();
   frontendTimer = setTimeout(() => {
     frontendTimer = null;
@@ -249,6 +256,7 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
         return;
       }
     }
+    if (g.lora !== undefined) ctx.lora.track(seq);
     engine.submit(seq, due);
   }, Math.max(0, delay));
 }
