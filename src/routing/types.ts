@@ -45,6 +45,20 @@ export interface ReplicaView {
   readonly kvUsage: number;
   /** KV cache capacity in tokens (num_gpu_blocks × block_size), null when unknown. */
   readonly kvCapacityTokens: number | null;
+  /** LoRA adapters it serves (its /v1/models entries with a `parent`): adapter → base model. Absent: none. */
+  readonly adapters?: ReadonlyMap<string, string>;
+  /** Its LoRA slots now (vllm:lora_requests_info); absent or null: LoRA off or not reported. */
+  readonly lora?: LoraSlots | null;
+}
+
+/**
+ * A replica's LoRA slots: vLLM runs at most `maxLoras` distinct adapters in one batch (--max-loras);
+ * a request for any other waits until one of them has nothing left running.
+ */
+export interface LoraSlots {
+  readonly maxLoras: number;
+  readonly running: ReadonlySet<string>;
+  readonly waiting: ReadonlySet<string>;
 }
 
 export interface RouteRequest {
