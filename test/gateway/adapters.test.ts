@@ -63,7 +63,7 @@ describe('a fleet of adapters: what the gateway lists and refuses', () => {
 
   it('the admin view shows each replica’s adapters and LoRA slots', async () => {
     const view = async () => ((await (await request(`${g.adminUrl}/admin/replicas`)).body.json()) as any).replicas as any[];
-    await waitFor('slots scraped', async () => (await view()).every((r) => r.lora !== null));
+    await waitFor('slots scraped', async () => (await view()).every((r) => r.lora !== null), 5_000);
     const [a, b] = (await view()).sort((x, y) => x.name.localeCompare(y.name));
     assert.deepEqual(a.adapters, { a: BASE, b: BASE });
     assert.equal(a.lora.maxLoras, 1);
