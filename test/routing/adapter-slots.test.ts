@@ -109,7 +109,8 @@ describe('placement by LoRA slots', () => {
         home.fault({ kind: 'slow', factor: 20 });
         const long = request(`${home.url}/v1/chat/completions`, {
           method: 'POST', headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ model: 'a', max_tokens: 200, ignore_eos: true, messages: [{ role: 'user', content: 'long' }] }),
+          // Long enough (slowed) to outlast the next turn's decision; a turn that stays waits it out.
+          body: JSON.stringify({ model: 'a', max_tokens: 60, ignore_eos: true, messages: [{ role: 'user', content: 'long' }] }),
         }).then((r) => r.body.text());
         await waitFor('the gateway sees adapter a running there', async () => (await replicasView(f.g)).find((r) => r.name === home.name)?.lora?.running.includes('a') === true);
         const next = await turn(f.g, 's', 'b', 'You are a support agent.', 2);
