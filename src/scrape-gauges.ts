@@ -37,6 +37,7 @@ export function createScrapeGauges(s: ScrapeGaugeSources): () => void {
       metrics.queued.set({ replica: r.name }, admission.queuedOn(r.name));
       metrics.scrapeAge.set({ replica: r.name }, r.lastScrapeAt === null ? -1 : (t - r.lastScrapeAt) / 1000);
       metrics.kvCapacity.set({ replica: r.name }, r.kvCapacityTokens ?? -1);
+      metrics.loraFreeSlots.set({ replica: r.name }, r.lora === null ? -1 : Math.max(0, r.lora.maxLoras - r.lora.running.size));
     }
     metrics.globalInflight.set(globalLimit.open);
     metrics.globalQueued.set(globalLimit.queued);

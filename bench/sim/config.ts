@@ -4,6 +4,7 @@
 import type { Fault } from './faults.js';
 import type { KvModel } from './kv-cache.js';
 import type { KvEventsOptions } from './kv-events.js';
+import type { LoraKnobs } from './lora.js';
 
 export interface TimingKnobs {
   /** API-server cost paid by every request before it reaches the engine queue (HTTP, template, IPC). */
@@ -79,7 +80,7 @@ export interface OutputKnobs {
   root: string;
 }
 
-export interface SimReplicaOptions extends Partial<TimingKnobs>, Partial<CapacityKnobs>, Partial<OutputKnobs> {
+export interface SimReplicaOptions extends Partial<TimingKnobs>, Partial<CapacityKnobs>, Partial<OutputKnobs>, Partial<LoraKnobs> {
   name?: string;
   /** 0 or omitted = a free port. */
   port?: number;
@@ -97,7 +98,8 @@ export interface SimReplicaOptions extends Partial<TimingKnobs>, Partial<Capacit
 
 export type SimConfig = TimingKnobs &
   CapacityKnobs &
-  OutputKnobs & { name: string; port: number; host: string; model: string; seed: number };
+  OutputKnobs &
+  LoraKnobs & { name: string; port: number; host: string; model: string; seed: number };
 
 /** Exact fit of the four single-request figures plus the 50-session load; see README "Calibration". */
 export const H100_TIMING: Readonly<TimingKnobs> = Object.freeze({
@@ -169,5 +171,11 @@ export function resolveConfig(opts: SimReplicaOptions = {}, index = 0): SimConfi
     schedulingPolicy: pick(opts.schedulingPolicy, 'fcfs'),
     cacheDtype: pick(opts.cacheDtype, 'auto'),
     root: pick(opts.root, pick(opts.model, DEFAULT_MODEL)),
+    maxLoras: pick(opts.maxLoras, 0),
+    // vLLM's default --max-cpu-loras is --max-loras.
+    maxCpuLoras: pick(opts.maxCpuLoras, pick(opts.maxLoras, 0)),
+    loraModules: { ...(opts.loraModules ?? {}) },
+    loraLoadMs: pick(opts.loraLoadMs, 50),
+    runtimeLoraUpdating: pick(opts.runtimeLoraUpdating, false),
   };
 }

@@ -20,6 +20,8 @@ export interface EngineHooks {
   onToken(seq: Seq): void;
   onFinish(seq: Seq, reason: FinishReason): void;
   onPreempt(seq: Seq): void;
+  /** Whether a waiting sequence may join the batch beside `running` (LoRA slots, lora.ts); absent: always. */
+  mayAdmit?(seq: Seq, running: readonly Seq[]): boolean;
 }
 
 export interface Engine {
@@ -159,7 +161,7 @@ export function createEngine(cfg: SimConfig, pool: BlockPool, hooks: EngineHooks
     }
     for (let w = 0; !preempted && w < waiting.length && running.length < cfg.maxNumSeqs && budget > 0;) {
       const seq = waiting[w];
-      if (seq.engineArrivalMs > cutoff) {
+      if (seq.engineArrivalMs > cutoff || (hooks.mayAdmit !== undefined && !hooks.mayAdmit(seq, running))) {
         w++;
         continue;
       }

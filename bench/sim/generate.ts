@@ -10,6 +10,8 @@ import type { FaultState } from './faults.js';
 import { randomHex } from './hash.js';
 import { createMessagesOutput, type MessagesOutput } from './messages-chunks.js';
 import { planOutput } from './output.js';
+import type { LoraState } from './lora.js';
+import { loraRoot } from './lora.js';
 import type { GenRequest } from './request.js';
 import { createResponsesOutput, responseObject, type ResponsesOutput } from './response-chunks.js';
 import type { ResponseStore } from './response-store.js';
@@ -63,6 +65,8 @@ export interface GenContext {
   responses: ResponseStore;
   /** --otlp-traces-endpoint: the replica's llm_request spans; null when not traced. */
   tracer: SimTracer | null;
+  /** --enable-lora: the adapters and their slots (lora.ts). */
+  lora: LoraState;
   record(r: RequestRecord): void;
 }
 
@@ -77,7 +81,8 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
     // vLLM runs a Messages request as a chat completion, and its message keeps that id.
     id: g.responses?.id ?? (chat || g.kind === 'messages' ? `chatcmpl-${randomHex(16)}` : `cmpl-${randomHex(16)}`),
     created: Math.floor(Date.now() / 1000),
-    model: cfg.model,
+    // vLLM answers with the name asked for: the adapter's, for an adapter request.
+    model: g.lora ?? cfg.model,
   };
   const plan = planOutput({
     seed: cfg.seed,
@@ -131,7 +136,8 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
   const seq = createSeq({
     id: ident.id,
     prompt: g.prompt,
-    root: g.cacheSalt === undefined ? NO_SALT_ROOT : saltRoot(g.cacheSalt),
+    root: loraRoot(g.cacheSalt === undefined ? NO_SALT_ROOT : saltRoot(g.cacheSalt), g.lora ?? null),
+    lora: g.lora ?? null,
     plan,
     maxOut: Math.min(plan.ids.length, g.maxTokens),
     httpArrivalMs: arrivalMs,
@@ -247,7 +253,8 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
 
   // Frontend latency counts from HTTP arrival, so the sim's own parsing time is not added twice.
   ctx.inFrontend.n++;
-  const due = arrivalMs + frontendMs(cfg, g.prompt.length);
+  // An adapter not cached on the host is read from disk before its request reaches the engine.
+  const due = arrivalMs + frontendMs(cfg, g.prompt.length) + (g.lora === undefined ? 0 : ctx.lora.prepare(g.lora));
   const delay = due - performance.now();
   frontendTimer = setTimeout(() => {
     frontendTimer = null;
@@ -268,6 +275,7 @@ export function serveGeneration(ctx: GenContext, res: ServerResponse, g: GenRequ
         return;
       }
     }
+    if (g.lora !== undefined) ctx.lora.track(seq);
     engine.submit(seq, due);
   }, Math.max(0, delay));
 }

@@ -28,6 +28,9 @@ export const NUMERIC_FLAGS: Record<string, [NumericKnob, string]> = {
   'max-num-batched-tokens': ['maxNumBatchedTokens', 'vLLM --max-num-batched-tokens'],
   'long-prefill-token-threshold': ['longPrefillTokenThreshold', 'vLLM --long-prefill-token-threshold (0: none)'],
   'max-waiting': ['maxWaiting', 'waiting-queue bound; beyond it: 503'],
+  'max-loras': ['maxLoras', 'vLLM --enable-lora --max-loras: adapters in one batch (0: LoRA off)'],
+  'max-cpu-loras': ['maxCpuLoras', 'vLLM --max-cpu-loras: adapters kept on the host (max-loras)'],
+  'lora-load-ms': ['loraLoadMs', 'cost of loading an adapter not kept on the host (50)'],
 };
 
 export const KNOB_OPTIONS: ParseArgsConfig['options'] = {
@@ -45,6 +48,8 @@ export const KNOB_OPTIONS: ParseArgsConfig['options'] = {
   'async-scheduling': { type: 'boolean' },
   'roofline': { type: 'boolean' },
   'fault': { type: 'string', multiple: true },
+  'lora-modules': { type: 'string', multiple: true },
+  'runtime-lora-updating': { type: 'boolean' },
 };
 
 export function knobsFromArgs(values: Record<string, unknown>): SimReplicaOptions & { faults: Fault[] } {
@@ -80,6 +85,12 @@ export function knobsFromArgs(values: Record<string, unknown>): SimReplicaOption
   if (values['async-scheduling']) opts.asyncScheduling = true;
   if (values.roofline) opts.roofline = true;
   for (const f of (values.fault as string[] | undefined) ?? []) opts.faults.push(parseFaultArg(f));
+  for (const m of (values['lora-modules'] as string[] | undefined) ?? []) {
+    const at = m.indexOf('=');
+    if (at <= 0 || at === m.length - 1) throw new Error(`--lora-modules needs name=path, got ${m}`);
+    opts.loraModules = { ...opts.loraModules, [m.slice(0, at)]: m.slice(at + 1) };
+  }
+  if (values['runtime-lora-updating']) opts.runtimeLoraUpdating = true;
   return opts;
 }
 
@@ -99,6 +110,8 @@ export function knobHelp(): string {
     '  --async-scheduling'.padEnd(32) + "vLLM's async scheduling: an arrival during a step waits for the next one too",
     '  --roofline'.padEnd(32) + "a step's prefill work overlaps its fixed cost (max, not sum): lenient for small chunks",
     '  --fault KIND[:k=v,...]'.padEnd(32) + 'fault at start, repeatable (e.g. slow:factor=3)',
+    '  --lora-modules NAME=PATH'.padEnd(32) + 'vLLM --lora-modules: an adapter served from the start, repeatable',
+    '  --runtime-lora-updating'.padEnd(32) + 'VLLM_ALLOW_RUNTIME_LORA_UPDATING=1: /v1/load_lora_adapter and /v1/unload_lora_adapter',
   );
   return lines.join('\n');
 }

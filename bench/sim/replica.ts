@@ -9,6 +9,7 @@ import { createFaultState, type Fault, type FaultKind } from './faults.js';
 import type { AbortRecord, GenContext, RequestRecord, SimCounters } from './generate.js';
 import { createBlockPool } from './kv-cache.js';
 import { startKvPublisher, type SimKvPublisher } from './kv-events.js';
+import { createLoraState, type LoraState } from './lora.js';
 import { createResponseStore } from './response-store.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createRequestHandler } from './routes.js';
@@ -76,7 +77,7 @@ function freshCounters(): SimCounters {
   return { requests: 0, finished: 0, aborted: 0, aborts: [], rejected: 0, stalled: 0, diedMidStream: 0 };
 }
 
-function engineHooks(metrics: Metrics, cfg: SimConfig, tracer: SimTracer | null): EngineHooks {
+function engineHooks(metrics: Metrics, cfg: SimConfig, tracer: SimTracer | null, lora: LoraState): EngineHooks {
   const st = () => metrics.state;
   return {
     onAdmit(seq, queried, hits, first) {
@@ -102,6 +103,7 @@ function engineHooks(metrics: Metrics, cfg: SimConfig, tracer: SimTracer | null)
     onPreempt() {
       st().preemptions++;
     },
+    mayAdmit: lora.enabled ? (seq, running) => lora.admits(seq, running) : undefined,
   };
 }
 
@@ -111,7 +113,8 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
   const pool = createBlockPool(cfg.kvBlocks, kv?.sink ?? null, cfg.blockSize, cfg.kvModel);
   const metrics = createMetrics(cfg);
   const tracer = opts.otlpTracesEndpoint ? createSimTracer(opts.otlpTracesEndpoint, cfg.name) : null;
-  const engine = createEngine(cfg, pool, engineHooks(metrics, cfg, tracer));
+  const lora = createLoraState(cfg);
+  const engine = createEngine(cfg, pool, engineHooks(metrics, cfg, tracer, lora));
   const faults = createFaultState();
   const log: RequestRecord[] = [];
   const live = new Set<ServerResponse>();
@@ -128,6 +131,7 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
     epoch: { n: 0 },
     responses: createResponseStore(),
     tracer,
+    lora,
     record(r) {
       log.push(r);
       if (log.length > LOG_REQUESTS) log.shift();
@@ -261,7 +265,7 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
 
   const handler = createRequestHandler({
     gen,
-    metricsText: () => metrics.render({ running: engine.running(), waiting: engine.waiting(), kvUsage: pool.usage() }),
+    metricsText: () => metrics.render({ running: engine.running(), waiting: engine.waiting(), kvUsage: pool.usage() }) + lora.metricsText(),
     state: () => ({
       name: cfg.name,
       url: replica.url,

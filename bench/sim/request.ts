@@ -44,6 +44,8 @@ export interface GenRequest {
   priority?: number;
   /** vLLM's `ignore_eos`: the answer runs to its max_tokens rather than its natural length. */
   ignoreEos?: boolean;
+  /** The LoRA adapter the request names (lora.ts); absent for the base model. */
+  lora?: string;
 }
 
 type Body = Record<string, unknown>;

@@ -6,7 +6,7 @@ import { parseFault, type Fault, type FaultKind } from './faults.js';
 import { serveGeneration, type GenContext } from './generate.js';
 import { randomHex } from './hash.js';
 import { pushText } from './tokenizer.js';
-import { parseChat, parseCompletion, type GenRequest } from './request.js';
+import { isObj, parseChat, parseCompletion, type GenRequest } from './request.js';
 import { parseResponses } from './responses-request.js';
 import { anthropicError, countTokens, parseMessages } from './messages-request.js';
 
@@ -92,6 +92,7 @@ function modelsBody(deps: RouteDeps): string {
           },
         ],
       },
+      ...deps.gen.lora.modelEntries(cfg.model, created),
     ],
   });
 }
@@ -145,8 +146,12 @@ async function generation(deps: RouteDeps, req: IncomingMessage, res: ServerResp
     const message = (e as Error).message;
     return reject(errors.invalidJson(message, Number(/at position (\d+)/.exec(message)?.[1] ?? 0)));
   }
-  const g = parse(parsed, gen);
+  // An adapter's name stands for the base model in validation; the engine runs it with the adapter.
+  const model = isObj(parsed) ? parsed.model : undefined;
+  const lora = typeof model === 'string' && model !== gen.cfg.model && gen.lora.has(model) ? model : undefined;
+  const g = parse(lora === undefined ? parsed : { ...(parsed as object), model: gen.cfg.model }, gen);
   if ('status' in g) return reject(g);
+  if (lora !== undefined) g.lora = lora;
   if (gen.engine.waiting() + gen.inFrontend.n >= gen.cfg.maxWaiting) {
     return reject(shaped(errors.busy(gen.engine.waiting() + gen.inFrontend.n)));
   }
@@ -211,6 +216,7 @@ export function createRequestHandler(deps: RouteDeps): (req: IncomingMessage, re
         return messagesCountTokens(deps, req, res);
       }
       if (path === '/tokenize' && method === 'POST') return tokenize(deps, req, res);
+      if (method === 'POST' && deps.gen.lora.route(path, await readBody(req), res, sendError)) return;
       req.resume();
       const stored = STORED.exec(path);
       if (stored !== null) return storedResponse(deps, res, method, stored[1], stored[2]);

@@ -38,6 +38,8 @@ export interface Seq {
   preemptions: number;
   /** vLLM's request priority (lower runs first; 0 by default): read under --scheduling-policy priority. */
   priority: number;
+  /** The LoRA adapter it runs with (lora.ts); null for the base model. */
+  lora: string | null;
   sink: SeqSink;
 }
 
@@ -57,6 +59,7 @@ export function createSeq(init: {
   maxOut: number;
   httpArrivalMs: number;
   priority?: number;
+  lora?: string | null;
   sink: SeqSink;
 }): Seq {
   return {
@@ -78,6 +81,7 @@ export function createSeq(init: {
     firstTokenMs: 0,
     preemptions: 0,
     priority: init.priority ?? 0,
+    lora: init.lora ?? null,
     sink: init.sink,
   };
 }

@@ -165,6 +165,9 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
         downSince: iso(r.downSince),
         drain: drainView(r.drain),
         models: r.models ? [...r.models] : null,
+        adapters: Object.fromEntries(r.adapters),
+        // LoRA slots as last scraped (vllm:lora_requests_info); null when the replica reports none.
+        lora: r.lora === null ? null : { maxLoras: r.lora.maxLoras, running: [...r.lora.running], waiting: [...r.lora.waiting], free: Math.max(0, r.lora.maxLoras - r.lora.running.size) },
         // The fleet configuration audit: what the replica reports, and where it differs from the rest.
         config: r.config,
         configMismatch: r.configMismatch,

@@ -109,7 +109,20 @@ export const RoutingOptionsSchema = Section({
     prefixMatch: NonNegative(1),
     /** Load scorer: 1 for an idle replica with an empty KV cache, towards 0 as either fills. */
     load: NonNegative(0.2),
+    /**
+     * Adapter slot scorer: 1 where a request for a LoRA adapter meets no slot wait (its adapter runs
+     * there, or a slot is free), 0 where every slot holds other adapters with work in flight. At
+     * the default scoreMs, 10 makes a slot wait cost 1 s of estimated TTFT: a pinned session moves
+     * off such a replica when that is more than its warm prefix saves there.
+     */
+    adapterSlot: NonNegative(10),
   }),
+  /**
+   * An adapter this gateway sent to a replica counts as holding one of its LoRA slots, beside those
+   * the replica's last scrape showed running, until a scrape taken at least this long after it was
+   * sent: a request needs a moment to reach vLLM's engine, where the scrape would see it.
+   */
+  adapterBusyMs: NonNegative(500),
   /** The cost model's starting point for a replica it has not observed yet (and the pull-back target). */
   prior: Section({
     /** TTFT of a fully cached prompt on an idle replica (seed figure: 28 ms warm floor). */

@@ -182,6 +182,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     x.trace?.routed(decision.matchedTokens);
     x.turn = recorder.arrived(identity, x.clock);
     if (decision.drift) recorder.drift(identity, decision.drift);
+    if (decision.slotWait) recorder.slotWait(identity, decision.ranked[0].name);
     admit(x, () => forwardTo(x, target, body, decision, resumable, streamed));
   }
 

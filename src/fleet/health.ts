@@ -4,6 +4,7 @@ import type { Metrics } from '../telemetry/metrics.js';
 import { createOutlierDetector, type AttemptResult, type OutlierOptions } from './outlier.js';
 import type { Registry, ReplicaState } from './registry.js';
 import { createConfigWatch } from './config-watch.js';
+import { adaptersOf } from './lora-info.js';
 import { parseVllmMetrics } from './vllm-stats.js';
 
 export interface HealthOptions {
@@ -186,6 +187,7 @@ export function createHealth(deps: HealthDeps): Health {
       if (models.status !== 200) throw new Error(`GET /v1/models answered ${models.status}`);
       const data = (JSON.parse(models.text) as { data?: { id?: unknown }[] }).data ?? [];
       r.modelEntries = data;
+      r.adapters = adaptersOf(data);
       configWatch.modelsRead(r, data);
       const first = r.models === null;
       r.models = new Set(data.map((m) => m.id).filter((id): id is string => typeof id === 'string'));
@@ -207,6 +209,7 @@ export function createHealth(deps: HealthDeps): Health {
       r.waiting = stats.waiting;
       r.running = stats.running;
       r.kvUsage = stats.kvUsage;
+      r.lora = stats.lora;
       if (stats.kvCapacityTokens !== null) r.kvCapacityTokens = stats.kvCapacityTokens;
       configWatch.metricsRead(r, stats.cacheConfigLabels, stats.kvCapacityTokens);
       const lastSeenAlive = r.lastScrapeAt;

@@ -1,5 +1,5 @@
 import type { UpstreamConfig } from '../config/schema.js';
-import type { ReplicaView } from '../routing/types.js';
+import type { LoraSlots, ReplicaView } from '../routing/types.js';
 import type { Mismatch } from './config-audit.js';
 import type { ReplicaConfig } from './replica-config.js';
 
@@ -45,6 +45,8 @@ export interface ReplicaState extends ReplicaView {
   models: Set<string> | null;
   /** The replica's /v1/models entries, served (merged) on the gateway's /v1/models. */
   modelEntries: unknown[];
+  adapters: ReadonlyMap<string, string>;
+  lora: LoraSlots | null;
   waiting: number;
   running: number;
   kvUsage: number;
@@ -103,6 +105,8 @@ export function newReplica(u: UpstreamConfig, source: ReplicaSource): ReplicaSta
     inflight: 0,
     models: null,
     modelEntries: [],
+    adapters: new Map(),
+    lora: null,
     waiting: 0,
     running: 0,
     kvUsage: 0,

@@ -1,3 +1,5 @@
+import type { LoraSlots } from '../routing/types.js';
+import { loraSlotsOf } from './lora-info.js';
 import { labelsOf } from './replica-config.js';
 
 /** The load figures routing reads from a vLLM replica's Prometheus /metrics. */
@@ -14,6 +16,8 @@ export interface VllmStats {
   prefixQueries: number | null;
   /** The labels of the first vllm:cache_config_info sample (the fleet configuration audit); null when absent. */
   cacheConfigLabels: Record<string, string> | null;
+  /** vllm:lora_requests_info's current label set (its largest value); null when LoRA is off. */
+  lora: LoraSlots | null;
 }
 
 const SAMPLE = /^(vllm:[a-z_]+)(\{[^}]*\})?\s+(\S+)/;
@@ -30,8 +34,9 @@ function label(labels: string, name: string): string | null {
  * non-vLLM upstream is noticed rather than read as idle.
  */
 export function parseVllmMetrics(text: string): VllmStats | null {
-  const s: VllmStats = { waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: null, startTimeSeconds: null, prefixQueries: null, cacheConfigLabels: null };
+  const s: VllmStats = { waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: null, startTimeSeconds: null, prefixQueries: null, cacheConfigLabels: null, lora: null };
   let seen = false;
+  let loraAt = -Infinity;
   let kvSamples = 0;
   for (const line of text.split('\n')) {
     if (!line.startsWith('vllm:')) continue;
@@ -44,6 +49,15 @@ export function parseVllmMetrics(text: string): VllmStats | null {
       case 'vllm:num_requests_running': s.running += value; seen = true; break;
       case 'vllm:kv_cache_usage_perc':
       case 'vllm:gpu_cache_usage_perc': s.kvUsage += value; kvSamples++; seen = true; break;
+      case 'vllm:lora_requests_info': {
+        // Every label set it ever had stays exposed; the latest reading has the largest value.
+        if (value <= loraAt) break;
+        const slots = loraSlotsOf(m[2] ?? '');
+        if (slots === null) break;
+        loraAt = value;
+        s.lora = slots;
+        break;
+      }
       case 'vllm:prefix_cache_queries_total': s.prefixQueries = (s.prefixQueries ?? 0) + value; break;
       case 'vllm:cache_config_info': {
         const blocks = Number(label(m[2] ?? '', 'num_gpu_blocks'));

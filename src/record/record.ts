@@ -121,6 +121,8 @@ export interface Recorder {
   readonly sessionTag: SessionTagger;
   /** A session's prompt stopped extending its previous turn: counted, and one warn line (no text). */
   drift(identity: RequestIdentity, drift: Drift): void;
+  /** A LoRA adapter's request sent where it will wait for a slot (no replica without the wait had room): counted, and a warn line at most once a minute. */
+  slotWait(identity: RequestIdentity, replica: string): void;
   /** A request routed: its call in its session's caller turn (record/turns.ts), handed back to `record`; null: none. */
   arrived(identity: RequestIdentity, clock: HopClock): TurnCall | null;
   /**
@@ -168,6 +170,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   // A client that puts the time in its system prompt drifts on every turn: counted every time,
   // logged at most once a minute (with how many were not), never a second line per request.
   const driftWarning = throttle(60_000);
+  const slotWaitWarning = throttle(60_000);
   return {
     sessionTag,
     arrived: (identity, clock) => turns?.arrived(identity, clock) ?? null,
@@ -176,6 +179,12 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       const suppressed = driftWarning();
       if (suppressed === null) return;
       log.warn({ session: sessionTag(identity.sessionKey ?? identity.placementKey), sessionSource: identity.sessionKeySource, where: d.where, message: d.message, suppressed }, 'prompt drift: this turn no longer extends the session\'s previous prompt, so its cache is lost from there');
+    },
+    slotWait(identity, replica) {
+      m.adapterSlotWaits.inc({ replica });
+      const suppressed = slotWaitWarning();
+      if (suppressed === null) return;
+      log.warn({ replica, session: sessionTag(identity.sessionKey ?? identity.placementKey), suppressed }, 'adapter request sent where it waits for a LoRA slot: every replica serving it without that wait is past the load bound, or none has a slot free');
     },
     record({ method, path, identity, clock, ended: e, key = null, trace = null, priority = null, turn = null }) {
       const place = turn === null ? null : turns?.ended(turn, clock, e.responseId ?? null) ?? null;

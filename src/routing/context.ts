@@ -1,6 +1,7 @@
 import type { RoutingOptions } from '../config/schema.js';
 import type { RequestIdentity } from '../identify/identity.js';
 import { CONVERSATION_KEY, type SessionInfo, type SessionStore } from '../store/types.js';
+import { adapterSlotsView, isAdapter, type AdapterRecency } from './adapter-slots.js';
 import type { BrokenSessions } from './broken-sessions.js';
 import type { PrefixIndex } from './prefix-index.js';
 import type { PressureWatch } from './pressure.js';
@@ -32,6 +33,8 @@ export interface ContextDeps {
   readonly capacities: Map<string, number>;
   /** When the capacities were last read from the replicas (capacityReading). */
   readonly capacityRead: CapacityReading;
+  /** The adapters this gateway sent to each replica, and when (adapter-slots.ts). */
+  readonly adapters: AdapterRecency;
 }
 
 /**
@@ -89,8 +92,10 @@ export function buildContext(d: ContextDeps, identity: RequestIdentity, replicas
     const w = Math.min(Math.max(conversation.warmTokens, previous), identity.promptTokens);
     if (w > (warm.get(conversation.replica) ?? 0)) warm.set(conversation.replica, w);
   }
+  const adapters = isAdapter(identity.model, replicas) ? adapterSlotsView(identity.model, d.adapters, t, o.adapterBusyMs, o.workingSetWindowMs) : undefined;
   return {
     identity, replicas, now: t, pin, warm, avoid: d.broken.avoid(identity.sessionKey ?? identity.conversationKey, t), conversation,
     pressured: d.pressure.forDecision(identity, t),
+    adapters,
   };
 }

@@ -5,6 +5,7 @@ import type { RequestIdentity } from '../identify/identity.js';
 import { createMemorySessionStore } from '../store/memory.js';
 import type { SessionStore } from '../store/types.js';
 import { createBrokenSessions } from './broken-sessions.js';
+import { createAdapterRecency } from './adapter-slots.js';
 import { buildContext, capacityReading } from './context.js';
 import { createCostModel } from './cost-model.js';
 import { createDriftWatch } from './drift.js';
@@ -108,7 +109,9 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   });
 
   const learner = createLearner({ store, index, cost, traffic, broken, workingSet, residency, stored, stateful: () => composition.stateful, observe, now });
-  const contextDeps = { store, index, broken, pressure, options: () => o, capacities, capacityRead: capacityReading() };
+  // Held for the working-set window: a new session of an adapter goes where its sessions are.
+  const adapters = createAdapterRecency(() => Math.max(o.workingSetWindowMs, o.adapterBusyMs));
+  const contextDeps = { store, index, broken, pressure, options: () => o, capacities, capacityRead: capacityReading(), adapters };
 
   /**
    * A request that needs a stored response: to the replica holding it, whatever its load, as
@@ -137,6 +140,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     residency.reset(replica);
     store.forgetReplica(replica);
     traffic.forget(replica);
+    adapters.forget(replica);
   }
 
   /**
@@ -189,7 +193,10 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       const key = req.identity.sessionKey ?? req.identity.conversationKey;
       const drifted = key === null ? null : drift.observe(key, req.identity, ctx.now);
       const d = drifted === null ? decided : { ...decided, drift: drifted };
-      if (composition.learns) learner.routed(ctx, d);
+      if (composition.learns) {
+        learner.routed(ctx, d);
+        if (ctx.adapters !== undefined) adapters.touch(d.ranked[0].name, ctx.adapters.adapter, ctx.now);
+      }
       return d;
     },
 

@@ -7,6 +7,7 @@ import { notFailedFilter } from './filters/not-failed.js';
 import { createLeastLoadedPicker } from './pickers/least-loaded.js';
 import { createRoundRobinPicker } from './pickers/round-robin.js';
 import { createSessionHashPicker } from './pickers/session-hash.js';
+import { adapterSlotScorer } from './scorers/adapter-slot.js';
 import { loadScorer } from './scorers/load.js';
 import { prefixMatchScorer } from './scorers/prefix-match.js';
 import { sessionPinScorer } from './scorers/session-pin.js';
@@ -29,6 +30,7 @@ export function compose(strategy: StrategyName, d: AffinityPickerDeps): Composit
         { scorer: sessionPinScorer, weight: d.options.weights.sessionPin },
         { scorer: prefixMatchScorer, weight: d.options.weights.prefixMatch },
         { scorer: loadScorer, weight: d.options.weights.load },
+        { scorer: adapterSlotScorer, weight: d.options.weights.adapterSlot },
       ],
       picker: createAffinityPicker(d),
       learns: true,

@@ -4,6 +4,7 @@
  */
 import type { RequestIdentity } from '../identify/identity.js';
 import type { SessionInfo } from '../store/types.js';
+import type { AdapterSlotsView } from './adapter-slots.js';
 import type { Drift } from './drift.js';
 import type { KvEvent } from './kv-residency.js';
 import type { RoutingOptionsInput } from './options.js';
@@ -13,7 +14,11 @@ import type { RoutingOptionsInput } from './options.js';
  * `capacity`: a new session placed away from its agent's replicas because their KV caches are full
  * (or, when no cache has room, where it evicts least); `spill`: moved or placed away for load.
  */
-export const ROUTE_REASONS = ['pinned', 'prefix', 'placed', 'spill', 'capacity', 'failover', 'round-robin', 'least-loaded', 'hash'] as const;
+/**
+ * `adapter`: a request for a LoRA adapter placed where its adapter runs or a slot is free for it
+ * (other replicas would have made it wait for a slot), or moved off its replica for that reason.
+ */
+export const ROUTE_REASONS = ['pinned', 'prefix', 'placed', 'spill', 'capacity', 'adapter', 'failover', 'round-robin', 'least-loaded', 'hash'] as const;
 export type RouteReason = (typeof ROUTE_REASONS)[number];
 
 /**
@@ -45,6 +50,22 @@ export interface ReplicaView {
   readonly kvUsage: number;
   /** KV cache capacity in tokens (num_gpu_blocks × block_size), null when unknown. */
   readonly kvCapacityTokens: number | null;
+  /** LoRA adapters it serves (its /v1/models entries with a `parent`): adapter → base model. Absent: none. */
+  readonly adapters?: ReadonlyMap<string, string>;
+  /** Its LoRA slots now (vllm:lora_requests_info); absent or null: LoRA off or not reported. */
+  readonly lora?: LoraSlots | null;
+  /** Wall ms of its last /metrics scrape that succeeded (what `lora` is as of); null before the first. */
+  readonly lastScrapeAt?: number | null;
+}
+
+/**
+ * A replica's LoRA slots: vLLM runs at most `maxLoras` distinct adapters in one batch (--max-loras);
+ * a request for any other waits until one of them has nothing left running.
+ */
+export interface LoraSlots {
+  readonly maxLoras: number;
+  readonly running: ReadonlySet<string>;
+  readonly waiting: ReadonlySet<string>;
 }
 
 export interface RouteRequest {
@@ -82,6 +103,8 @@ export interface RouteContext extends RouteRequest {
    * candidates are every one of them.
    */
   readonly fleet?: FleetLoad;
+  /** A request that names a LoRA adapter: the candidates' slots as it would meet them. Absent otherwise. */
+  readonly adapters?: AdapterSlotsView;
 }
 
 /** Every filtered candidate and its sums, so that a shortlist is bounded and scored as the whole fleet would be. */
@@ -131,6 +154,8 @@ export interface Decision {
   readonly estimatedTtftMs?: number;
   /** This turn's prompt no longer extends the session's previous one (routing/drift.ts). */
   readonly drift?: Drift | null;
+  /** A LoRA adapter's request sent where it is expected to wait for a slot: no replica without that wait had room. */
+  readonly slotWait?: boolean;
 }
 
 /** A strategy: filters, weighted scorers and a picker, and whether routing learns from what it served. */

@@ -16,7 +16,22 @@ describe('vLLM /metrics', () => {
       'vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.3',
       'vllm:cache_config_info{block_size="16",enable_prefix_caching="True",num_gpu_blocks="1000"} 1.0',
     ].join('\n');
-    assert.deepEqual(parseVllmMetrics(text), { running: 5, waiting: 4, kvUsage: 0.4, kvCapacityTokens: 999 * 16, startTimeSeconds: null, prefixQueries: null, cacheConfigLabels: { block_size: '16', enable_prefix_caching: 'True', num_gpu_blocks: '1000' } });
+    assert.deepEqual(parseVllmMetrics(text), { running: 5, waiting: 4, kvUsage: 0.4, kvCapacityTokens: 999 * 16, startTimeSeconds: null, prefixQueries: null, cacheConfigLabels: { block_size: '16', enable_prefix_caching: 'True', num_gpu_blocks: '1000' }, lora: null });
+  });
+
+  it('reads the LoRA slots from the lora_requests_info series with the largest value, wherever it is listed', () => {
+    const text = [
+      'vllm:num_requests_running{engine="0",model_name="m"} 1.0',
+      'vllm:lora_requests_info{max_lora="2",running_lora_adapters="a,b",waiting_lora_adapters="c"} 1.7e9',
+      'vllm:lora_requests_info{max_lora="2",running_lora_adapters="b",waiting_lora_adapters=""} 1.70000002e9',
+      'vllm:lora_requests_info{max_lora="2",running_lora_adapters="",waiting_lora_adapters=""} 1.70000001e9',
+    ].join('\n');
+    const lora = parseVllmMetrics(text)?.lora;
+    assert.ok(lora);
+    assert.equal(lora.maxLoras, 2);
+    assert.deepEqual([...lora.running], ['b']);
+    assert.deepEqual([...lora.waiting], []);
+    assert.equal(parseVllmMetrics('vllm:num_requests_running 0\n')?.lora, null);
   });
 
   it('is null for an upstream that is not vLLM, rather than an idle replica', () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { capacityReading, buildContext, CAPACITY_REREAD_MS, type ContextDeps } from '../../src/routing/context.js';
+import { createAdapterRecency } from '../../src/routing/adapter-slots.js';
 import { depthOf } from '../../src/routing/load.js';
 import { cheapestByCost, rankByCost, rankCheapest } from '../../src/routing/pickers/min-ttft.js';
 import type { PrefixIndex } from '../../src/routing/prefix-index.js';
@@ -238,6 +239,7 @@ describe('context: KV capacities are read again when they can have changed', () 
       store: store(), index, broken: { avoid: () => null } as never,
       pressure: { forDecision: () => () => false } as never,
       options: () => ({ prefixTtlMs: 600_000 }) as never, capacities: new Map(), capacityRead: capacityReading(),
+      adapters: createAdapterRecency(() => 0),
     };
     const rs = fleet(3, { kvCapacityTokens: 1000 });
     buildContext(d, keyIdentity('s'), rs, T, true);

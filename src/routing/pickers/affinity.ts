@@ -9,6 +9,7 @@ import { agentOf, type WorkingSet } from '../working-set.js';
 import { fits, loadCaps, type LoadCaps } from './bounded-load.js';
 import { RANKED_MAX } from '../shortlist.js';
 import { cheapestByCost, rankCheapest } from './min-ttft.js';
+import { adapterPlaced } from './adapter-placement.js';
 
 /** What the picker knows of one candidate, computed by the strategy. */
 export interface PickCandidate {
@@ -52,12 +53,20 @@ export interface PickInput {
    * overflows already; a replica whose working set fits keeps it warm (absent: anywhere).
    */
   readonly spillOk?: (i: number) => boolean;
+  /**
+   * A request for a LoRA adapter (routing/adapter-slots.ts), per candidate: `tier` for a fresh
+   * placement (0 its adapter at home there, 1 a free slot, 2 every slot homed by others) and
+   * `wait` (1 where it would wait for a slot). Absent for any other request.
+   */
+  readonly adapter?: { readonly tier: readonly number[] | null; readonly wait: readonly number[] } | null;
 }
 
 export interface PickResult {
   readonly ranked: ReplicaView[];
   readonly reason: RouteReason;
   readonly chosen: PickCandidate;
+  /** The chosen replica is one where its adapter waits for a LoRA slot. */
+  readonly slotWait: boolean;
 }
 
 /**
@@ -104,6 +113,10 @@ export function pickAffinity(p: PickInput): PickResult {
       if (chosen < 0) chosen = leastFull(caps, c);
     }
     reason = chosen === home ? p.homeReason : 'spill';
+    // Moved off a replica where it would have waited for a LoRA slot, to one where it does not.
+    if (chosen !== home && p.adapter && p.adapter.wait[home] > 0 && p.adapter.wait[chosen] === 0) reason = 'adapter';
+  } else if ((chosen = adapterPlaced(p, soft)) >= 0) {
+    reason = 'adapter';
   } else if (p.byCapacity && p.byCapacity.index >= 0) {
     chosen = p.byCapacity.index;
     reason = p.byCapacity.reason;
@@ -123,7 +136,7 @@ export function pickAffinity(p: PickInput): PickResult {
   const rest = rankCheapest(cost, (i) => i !== chosen, 0, p.random, RANKED_MAX - 1);
   const ranked = [c[chosen].replica];
   for (const i of rest) ranked.push(c[i].replica);
-  return { ranked, reason, chosen: c[chosen] };
+  return { ranked, reason, chosen: c[chosen], slotWait: p.adapter != null && p.adapter.wait[chosen] > 0 };
 }
 
 /** The candidate with the most room left under its hard cap (relative to that cap). */
@@ -250,7 +263,12 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
         spillOk = (i) => (fitsOrOver ??= spillTargets(ctx, candidates, picks))[i];
       }
       const caps = loadCaps(candidates, o.loadFactor, o.hardCapFactor, o.hardCapMin, ctx.fleet);
+      const slots = ctx.adapters;
       const pick = pickAffinity({
+        adapter: slots === undefined ? null : {
+          tier: home < 0 ? candidates.map((r) => slots.tier(r)) : null,
+          wait: candidates.map((r) => slots.wait(r)),
+        },
         candidates: picks,
         caps,
         byCapacity: home < 0 ? byCapacity(ctx, candidates, caps) : null,
@@ -270,7 +288,8 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
         tieMs: o.tieMs,
         random: d.random,
       });
-      return { ranked: pick.ranked, reason: pick.reason, matchedTokens: pick.chosen.matched, estimatedTtftMs: pick.chosen.estimateMs };
+      const decision = { ranked: pick.ranked, reason: pick.reason, matchedTokens: pick.chosen.matched, estimatedTtftMs: pick.chosen.estimateMs };
+      return pick.slotWait ? { ...decision, slotWait: true } : decision;
     },
   };
 }

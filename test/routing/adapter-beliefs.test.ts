@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { adapterSlotsView, createAdapterRecency } from '../../src/routing/adapter-slots.js';
+import { createRouter } from '../../src/routing/router.js';
+import type { LoraSlots } from '../../src/routing/types.js';
+import { keyIdentity, replica, store } from './helpers.js';
+
+const slots = (maxLoras: number, running: string[], waiting: string[] = []): LoraSlots => ({ maxLoras, running: new Set(running), waiting: new Set(waiting) });
+const adapters = new Map([['a', 'base'], ['b', 'base'], ['c', 'base']]);
+const T = 1_000_000;
+
+describe('what routing believes of a replica’s LoRA slots', () => {
+  it('no wait where the adapter runs or a slot is free; a wait where every slot holds others, or where it is stuck', () => {
+    const recency = createAdapterRecency(() => 60_000);
+    const v = adapterSlotsView('a', recency, T, 500, 60_000);
+    assert.equal(v.wait(replica('x', { adapters, lora: slots(1, ['a']), lastScrapeAt: T })), 0);
+    assert.equal(v.wait(replica('x', { adapters, lora: slots(2, ['b']), lastScrapeAt: T })), 0);
+    assert.equal(v.wait(replica('x', { adapters, lora: slots(1, ['b']), lastScrapeAt: T })), 1);
+    assert.equal(v.wait(replica('x', { adapters, lora: slots(2, ['b', 'c'], ['a']), lastScrapeAt: T })), 1);
+    // A replica that reports no slots: nothing known, no wait.
+    assert.equal(v.wait(replica('x', { adapters, lora: null })), 0);
+  });
+
+  it('an adapter sent since the last scrape (less its lag) holds a slot until a later scrape', () => {
+    const recency = createAdapterRecency(() => 60_000);
+    recency.touch('x', 'b', T - 100);
+    const v = adapterSlotsView('a', recency, T, 500, 60_000);
+    assert.equal(v.wait(replica('x', { adapters, lora: slots(1, []), lastScrapeAt: T - 200 })), 1, 'sent after the scrape');
+    assert.equal(v.wait(replica('x', { adapters, lora: slots(1, []), lastScrapeAt: T + 1000 })), 0, 'a scrape long after saw it gone');
+  });
+
+  it('a new session’s tier: its adapter at home, else a free slot, else every slot homed by others', () => {
+    const recency = createAdapterRecency(() => 60_000);
+    recency.touch('x', 'b', T - 30_000);
+    const v = adapterSlotsView('a', recency, T, 500, 60_000);
+    assert.equal(v.tier(replica('x', { adapters, lora: slots(1, ['a']), lastScrapeAt: T })), 0);
+    assert.equal(v.tier(replica('x', { adapters, lora: slots(1, []), lastScrapeAt: T })), 2, 'b was sent there within the window');
+    assert.equal(v.tier(replica('y', { adapters, lora: slots(1, []), lastScrapeAt: T })), 1);
+    assert.equal(v.tier(replica('y', { adapters, lora: null })), 1);
+  });
+
+  it('a request sent where it will wait, for want of a better replica, says so in its decision; a non-adapter request never does', () => {
+    const router = createRouter('affinity', { store: store(), now: () => T });
+    const full = [replica('x', { adapters, lora: slots(1, ['b']), lastScrapeAt: T }), replica('y', { adapters, lora: slots(1, ['c']), lastScrapeAt: T })];
+    const d = router.route({ identity: { ...keyIdentity('s'), model: 'a' }, replicas: full });
+    assert.equal(d.slotWait, true);
+    const free = [replica('x', { adapters, lora: slots(1, ['b']), lastScrapeAt: T }), replica('y', { adapters, lora: slots(1, []), lastScrapeAt: T })];
+    const d2 = router.route({ identity: { ...keyIdentity('s2'), model: 'a' }, replicas: free });
+    assert.equal(d2.ranked[0].name, 'y');
+    assert.equal(d2.reason, 'adapter');
+    assert.ok(!d2.slotWait);
+    assert.ok(!router.route({ identity: keyIdentity('s3'), replicas: full }).slotWait);
+  });
+});
