@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { startFleet, type SimFleet } from '../../bench/sim/index.js';
 import { accessLines, simTurn, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { counterSum, waitFor } from '../store/redis-server.js';
+import type { PlacementInput } from '../../src/routing/placement.js';
 
 // Replicas of 200 KV blocks: 3,200 tokens each, of which the working sets may plan 90%. Agents'
 // prompts of 500 + 100·i tokens (≈ 4 characters a token): no replica can hold them all, so
@@ -164,66 +165,56 @@ describe('working sets and the placement rule, on their own', () => {
     assert.equal(ws.of('r1', 1_011).sessions, 2);
   });
 
+  const set = (tokens: number, sessions: number, agents: [string, number][] = []) => ({ tokens, sessions, agents: new Map(agents) });
+  /** placeByCapacity's input for `n` candidates, every one under its load bounds, with these fields over it. */
+  const input = (n: number, o: Partial<PlacementInput> & Pick<PlacementInput, 'sets' | 'capacity' | 'agent' | 'ownTokens'>): PlacementInput => ({
+    candidates: Array.from({ length: n }, (_, i) => view(`r${i}`)),
+    indexed: new Array<boolean>(n).fill(false),
+    loadOk: new Array<boolean>(n).fill(true),
+    homeLoadOk: new Array<boolean>(n).fill(true),
+    fill: 0.9,
+    loadFactor: 2,
+    homeLoadFactor: 2,
+    ...o,
+  });
+
   it('nothing fits anywhere: the replica where the session evicts least, its agent resident there', async () => {
     const { placeByCapacity } = await import('../../src/routing/placement.js');
-    const set = (tokens: number, sessions: number, agents: [string, number][] = []) => ({ tokens, sessions, agents: new Map(agents) });
-    const p = placeByCapacity({
-      candidates: ['r0', 'r1', 'r2'].map(view),
+    const p = placeByCapacity(input(3, {
       // r0 holds the agent (500) and is nearly full; r1 and r2 are fuller of other agents.
       sets: [set(900, 3, [['a', 500]]), set(850, 3, [['b', 400]]), set(950, 3, [['c', 400]])],
       capacity: [1000, 1000, 1000],
       agent: { key: 'a', tokens: 500 },
       ownTokens: 200,
-      indexed: [false, false, false],
-      loadOk: [true, true, true],
-      homeLoadOk: [true, true, true],
       fill: 1,
-      loadFactor: 2,
-      homeLoadFactor: 2,
-    });
+    }));
     // r0: 900 + 200 − 1000 = 100 over; r1: 850 + 700 − 1000 = 550 over; r2: 650 over.
     assert.deepEqual(p, { index: 0, reason: 'capacity' });
   });
 
   it('nothing fits anywhere and the agent is new: it is contained where the cache already overflows, and the replica that still fits stays warm', async () => {
     const { placeByCapacity } = await import('../../src/routing/placement.js');
-    const set = (tokens: number, sessions: number, agents: [string, number][] = []) => ({ tokens, sessions, agents: new Map(agents) });
-    const input = {
-      candidates: ['r0', 'r1'].map(view),
+    const given = input(2, {
       // r0 holds 3 prompts and still fits; r1 holds 5 and already overflows.
       sets: [set(4500, 3, [['a', 1500], ['b', 1500], ['c', 1500]]), set(7500, 5, [['d', 1500], ['e', 1500], ['f', 1500], ['g', 1500], ['h', 1500]])],
       capacity: [6000, 6000],
       agent: { key: 'new', tokens: 1400 },
       ownTokens: 100,
-      indexed: [false, false],
-      loadOk: [true, true],
-      homeLoadOk: [true, true],
-      fill: 0.9,
-      loadFactor: 2,
-      homeLoadFactor: 2,
-    };
-    assert.deepEqual(placeByCapacity(input), { index: 1, reason: 'capacity' });
+    });
+    assert.deepEqual(placeByCapacity(given), { index: 1, reason: 'capacity' });
     // Under the load bound, r1 may take no more: the session goes to r0 after all.
-    assert.deepEqual(placeByCapacity({ ...input, loadOk: [true, false] }), { index: 0, reason: 'capacity' });
+    assert.deepEqual(placeByCapacity({ ...given, loadOk: [true, false] }), { index: 0, reason: 'capacity' });
   });
 
   it('an agent new to the fleet goes where the most cache is free, not where the fewest sessions are', async () => {
     const { placeByCapacity } = await import('../../src/routing/placement.js');
-    const set = (tokens: number, sessions: number, agents: [string, number][] = []) => ({ tokens, sessions, agents: new Map(agents) });
-    const p = placeByCapacity({
-      candidates: ['r0', 'r1'].map(view),
+    const p = placeByCapacity(input(2, {
       // r0: one session of a large agent; r1: two sessions of two small agents, more room left.
       sets: [set(3000, 1, [['big', 2800]]), set(1800, 2, [['s1', 800], ['s2', 800]])],
       capacity: [6000, 6000],
       agent: { key: 'new', tokens: 1900 },
       ownTokens: 100,
-      indexed: [false, false],
-      loadOk: [true, true],
-      homeLoadOk: [true, true],
-      fill: 0.9,
-      loadFactor: 2,
-      homeLoadFactor: 2,
-    });
+    }));
     // Fewest sessions would pick r0 (3000 + 2000 = 5000 of 5400); r1 keeps more room (3800 of 5400).
     assert.deepEqual(p, { index: 1, reason: 'placed' });
   });
