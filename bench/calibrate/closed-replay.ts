@@ -10,6 +10,7 @@
 import { Agent } from 'node:http';
 import { startFleet } from '../sim/index.js';
 import type { TimingKnobs } from '../sim/config.js';
+import { traceReplicaOptions } from './engine-replay.js';
 import type { KvModel } from '../sim/kv-cache.js';
 import { startGateway } from '../voice/fleet.js';
 import { streamExchange, readChatEvent } from '../voice/client.js';
@@ -37,12 +38,8 @@ export interface ClosedReplayResult {
 const MODEL = 'replay-model';
 
 export async function closedReplay(trace: Trace, o: ClosedReplayOptions): Promise<ClosedReplayResult> {
-  const fleet = await startFleet({
-    replicas: trace.replicas.length, model: MODEL, ...o.timing, kvModel: o.kvModel,
-    blockSize: trace.engine.blockSize, kvBlocks: trace.engine.kvBlocks, maxNumBatchedTokens: trace.engine.maxNumBatchedTokens,
-    maxNumSeqs: trace.engine.maxNumSeqs, maxModelLen: Math.min(4608, (trace.engine.kvBlocks - 1) * trace.engine.blockSize),
-    kvEvents: o.kvEvents,
-  });
+  const { name: _name, ...replica } = traceReplicaOptions(trace, { timing: o.timing, kvModel: o.kvModel, name: 'replay', model: MODEL });
+  const fleet = await startFleet({ replicas: trace.replicas.length, ...replica, kvEvents: o.kvEvents });
   const kv = o.kvEvents ? fleet.replicas.map((r) => ({ endpoint: r.kvEvents!.endpoint, replayEndpoint: r.kvEvents!.replayEndpoint })) : null;
   const gateway = await startGateway(fleet.urls, o.strategy, [], kv);
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });

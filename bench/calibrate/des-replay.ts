@@ -19,8 +19,7 @@ import { createVirtualClock } from '../scale/des/clock.js';
 import { resolveConfig, type TimingKnobs } from '../sim/config.js';
 import { createEngine } from '../sim/engine.js';
 import { createBlockPool, type KvModel } from '../sim/kv-cache.js';
-import { createSeq, NO_SALT_ROOT } from '../sim/sequence.js';
-import { frontendMs } from '../sim/timing.js';
+import { serveRecorded, traceReplicaOptions } from './engine-replay.js';
 import { hitRate, type Trace } from './trace.js';
 
 export interface DesReplayOptions {
@@ -66,11 +65,7 @@ export function desReplay(trace: Trace, o: DesReplayOptions): DesReplayResult {
   // ring, rendezvous) depend on the names: the recorded run's names give the recorded choices.
   const names = trace.replicas.map((u, i) => { try { return new URL(u).host; } catch { return `replica-${i}`; } });
   const replicas = names.map((name, i) => {
-    const cfg = resolveConfig({
-      ...o.timing, name, model: MODEL, blockSize: trace.engine.blockSize, kvBlocks: trace.engine.kvBlocks,
-      maxNumBatchedTokens: trace.engine.maxNumBatchedTokens, maxNumSeqs: trace.engine.maxNumSeqs,
-      maxModelLen: Math.min(4608, (trace.engine.kvBlocks - 1) * trace.engine.blockSize), kvModel: o.kvModel,
-    }, i);
+    const cfg = resolveConfig(traceReplicaOptions(trace, { timing: o.timing, kvModel: o.kvModel, name, model: MODEL }), i);
     let batch: KvEvent[] = [];
     const publish = (e: KvEvent) => {
       if (!o.kvEvents) return;
@@ -119,28 +114,19 @@ export function desReplay(trace: Trace, o: DesReplayOptions): DesReplayResult {
       rep.view.inflight++;
       const sent = clock.now();
       clock.setTimeout(() => {
-        const arrival = clock.now();
-        const ids = r.outputIds.length > 0 ? r.outputIds : [0];
         let ttft: number | null = null;
-        const seq = createSeq({
-          id: `d${k}`, prompt: [...r.promptIds], root: NO_SALT_ROOT,
-          plan: { ids, deltas: ids.map(() => ({ t: 'none' as const })), finish: 'stop' }, maxOut: ids.length, httpArrivalMs: arrival,
-          sink: {
-            onToken(s, index) {
-              if (index !== 0) return;
-              ttft = clock.now() - sent;
-              ttfts[k] = ttft + gatewayMs;
-              cached[k] = Math.max(0, s.cachedTokens);
-            },
-            onFinish() {
-              rep.view.inflight--;
-              pending--;
-              router.served(identity, { replica: rep.view.name, result: 'ok', replicaTtftMs: ttft, promptTokens: r.promptIds.length, cachedTokens: cached[k] });
-            },
+        serveRecorded(clock, rep.cfg, rep.engine, r, `d${k}`, {
+          first(got) {
+            ttft = clock.now() - sent;
+            ttfts[k] = ttft + gatewayMs;
+            cached[k] = got;
+          },
+          done() {
+            rep.view.inflight--;
+            pending--;
+            router.served(identity, { replica: rep.view.name, result: 'ok', replicaTtftMs: ttft, promptTokens: r.promptIds.length, cachedTokens: cached[k] });
           },
         });
-        const due = arrival + frontendMs(rep.cfg, r.promptIds.length);
-        clock.setTimeout(() => rep.engine.submit(seq, due), due - arrival);
       }, gatewayMs);
     }, r.atMs);
   });
