@@ -7,6 +7,8 @@
 //            (des-replay.ts, virtual time; closed-replay.ts over sockets with --sockets); per request
 //            and in total against what vLLM served; the offline ideal of each trace; writes the
 //            comparison (JSON and markdown)
+//   versus   warmroute against a model of SGLang's cache_aware router and round-robin on the
+//            calibrated simulator, over many orders of a shared-prefix workload (versus.ts)
 
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -25,7 +27,8 @@ const USAGE = `usage: npm run bench:calibrate -- <record|replay> [flags]
   replay: [--traces DIR]  [--model vllm|naive]  [--sockets: the router deciding as a gateway process
           against a simulated fleet in real time (completions only), instead of in virtual time]
           [--no-ideal: skip the offline ideal (a few seconds a trace)]  (vllm: the replica checked against vLLM 0.32, the default; naive: the model before that check)
-  both:   --out DIR (bench/out/calibrate)`;
+  versus: --workload NAME (shared-pressure; or multi-turn: inference-perf's sessions)  --seeds N (30)  --rate R (the workload's)  [--no-ideal]
+  all:    --out DIR (bench/out/calibrate)`;
 
 /** vLLM 0.32's defaults on a CPU for the OpenAI server: max_num_batched_tokens 2048, max_num_seqs 128. */
 const CPU_BATCH = { maxNumBatchedTokens: 2048, maxNumSeqs: 128 };
@@ -108,9 +111,32 @@ async function replay(a: Flags, out: string): Promise<void> {
   console.log(md);
 }
 
+async function versusCmd(a: Flags, out: string): Promise<void> {
+  const { versus } = await import('./versus.js');
+  const { MULTI_TURN, syntheticMultiTurnTrace, syntheticSharedTrace } = await import('./workloads.js');
+  const name = str(a.workload) ?? 'shared-pressure';
+  const base = name === 'multi-turn' ? MULTI_TURN : WORKLOADS[name];
+  if (!base || ('kind' in base && base.kind !== 'shared-prefix')) throw new Error(`--workload wants multi-turn or a shared-prefix workload: ${Object.entries(WORKLOADS).filter(([, w]) => w.kind === 'shared-prefix').map(([n]) => n).join(', ')}`);
+  const w = str(a.rate) === undefined ? base : { ...base, ratePerS: Number(a.rate) };
+  const n = Number(str(a.seeds) ?? 30);
+  const engine = { blockSize: 128, kvBlocks: 48, ...CPU_BATCH };
+  const traceOf = (seed: number) => ('kind' in w ? syntheticSharedTrace(w, seed, engine) : syntheticMultiTurnTrace(w, seed, engine));
+  const v = versus(traceOf, Array.from({ length: n }, (_, i) => i + 1), { ideal: !a['no-ideal'] });
+  const pc = (x: number | null) => (x === null ? '—' : `${(100 * x).toFixed(1)}%`);
+  const md = [
+    `${name} (${w.groups} prompts × ${w.usersPerGroup} users, ${w.ratePerS}/s for ${w.durationS} s), ${n} orders on 2 replicas of ${engine.kvBlocks} × ${engine.blockSize}-token blocks:`, '',
+    '| | warmroute | SGLang `cache_aware` (model) | round-robin | best shape, median | best in hindsight |', '|---|---:|---:|---:|---:|---:|',
+    `| mean hit rate | ${pc(v.mean.warmroute)} | ${pc(v.mean.sglang)} | ${pc(v.mean.roundRobin)} | ${pc(v.mean.bestShapeMedian)} | ${pc(v.mean.best)} |`, '',
+    `warmroute − SGLang per order: ${v.diffMean.toFixed(1)} ± ${v.diffSd.toFixed(1)} points (mean ± sd); warmroute ahead or equal on ${v.aheadOrEqual} of ${n} orders, so ahead in three independent runs with probability ≈ ${((v.aheadOrEqual / n) ** 3).toFixed(2)}.`,
+  ].join('\n');
+  writeFileSync(join(out, `versus-${name}.json`), `${JSON.stringify({ workload: name, ...w, engine, ...v }, null, 2)}\n`);
+  writeFileSync(join(out, `versus-${name}.md`), `${md}\n`);
+  console.log(md);
+}
+
 async function main(): Promise<void> {
   const s = { type: 'string' } as const;
-  const { values: a, positionals } = parseArgs({ options: { workloads: s, strategies: s, rounds: s, 'duration-s': s, traces: s, model: s, sockets: { type: 'boolean' }, 'no-ideal': { type: 'boolean' }, out: s, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+  const { values: a, positionals } = parseArgs({ options: { workloads: s, strategies: s, rounds: s, 'duration-s': s, traces: s, model: s, workload: s, seeds: s, rate: s, sockets: { type: 'boolean' }, 'no-ideal': { type: 'boolean' }, out: s, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
   const cmd = positionals[0];
   if (a.help || !cmd) {
     console.log(USAGE);
@@ -120,6 +146,7 @@ async function main(): Promise<void> {
   mkdirSync(join(out, 'traces'), { recursive: true });
   if (cmd === 'record') await record(a, out);
   else if (cmd === 'replay') await replay(a, out);
+  else if (cmd === 'versus') await versusCmd(a, out);
   else throw new Error(USAGE);
 }
 

@@ -20,10 +20,12 @@ import { resolveConfig, type TimingKnobs } from '../sim/config.js';
 import { createEngine } from '../sim/engine.js';
 import { createBlockPool, type KvModel } from '../sim/kv-cache.js';
 import { serveRecorded, traceReplicaOptions } from './engine-replay.js';
+import { createSglangModel } from './sglang-model.js';
 import { hitRate, type Trace } from './trace.js';
 
 export interface DesReplayOptions {
-  strategy: 'affinity' | 'round-robin' | 'session-hash';
+  /** A warmroute strategy, or `sglang-model`: SGLang's cache_aware policy (sglang-model.ts). */
+  strategy: 'affinity' | 'round-robin' | 'session-hash' | 'sglang-model';
   timing: Readonly<TimingKnobs>;
   kvModel: KvModel;
   kvEvents: boolean;
@@ -54,7 +56,8 @@ type View = { -readonly [K in keyof ReplicaView]: ReplicaView[K] };
 export function desReplay(trace: Trace, o: DesReplayOptions): DesReplayResult {
   const clock = createVirtualClock();
   const gatewayMs = o.gatewayMs ?? 1;
-  const router = createRouter(o.strategy, { store: createMemorySessionStore({ maxSessions: 100_000, ttlMs: 3_600_000 }), now: () => WALL_EPOCH + clock.now(), random: mulberry32(o.seed ?? 1), options: o.options });
+  const sglang = o.strategy === 'sglang-model' ? createSglangModel(trace.replicas.length) : null;
+  const router = createRouter(o.strategy === 'sglang-model' ? 'round-robin' : o.strategy, { store: createMemorySessionStore({ maxSessions: 100_000, ttlMs: 3_600_000 }), now: () => WALL_EPOCH + clock.now(), random: mulberry32(o.seed ?? 1), options: o.options });
   // Completions go as token ids, which the gateway counts exactly. Chat goes as the recorded
   // messages, whose tokens the gateway estimates from their bytes: the ratio to the served model's
   // is learnt before the first request, as the gateway's /tokenize probe does.
@@ -106,10 +109,16 @@ export function desReplay(trace: Trace, o: DesReplayOptions): DesReplayResult {
       const identity = r.messages !== undefined
         ? identify('chat', { model: MODEL, messages: r.messages, max_tokens: outTokens, stream: true }, headers, DEFAULT_IDENTITY_OPTIONS)
         : identify('completion', { model: MODEL, prompt: r.promptIds, max_tokens: outTokens, ignore_eos: true, stream: true }, headers, DEFAULT_IDENTITY_OPTIONS);
-      const d = router.route({ identity, replicas: views });
-      const i = names.indexOf(d.ranked[0].name);
+      let i: number;
+      if (sglang) {
+        i = sglang.route(r.promptIds);
+        routes['sglang'] = (routes['sglang'] ?? 0) + 1;
+      } else {
+        const d = router.route({ identity, replicas: views });
+        i = names.indexOf(d.ranked[0].name);
+        routes[d.reason] = (routes[d.reason] ?? 0) + 1;
+      }
       chosen[k] = i;
-      routes[d.reason] = (routes[d.reason] ?? 0) + 1;
       const rep = replicas[i];
       rep.view.inflight++;
       const sent = clock.now();
@@ -124,6 +133,7 @@ export function desReplay(trace: Trace, o: DesReplayOptions): DesReplayResult {
           done() {
             rep.view.inflight--;
             pending--;
+            sglang?.done(i);
             router.served(identity, { replica: rep.view.name, result: 'ok', replicaTtftMs: ttft, promptTokens: r.promptIds.length, cachedTokens: cached[k] });
           },
         });

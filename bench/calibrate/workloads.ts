@@ -140,3 +140,55 @@ export function syntheticSharedTrace(w: SharedPrefixWorkload, seed: number, engi
     })),
   };
 }
+
+/** inference-perf's shared_prefix data with `enable_multi_turn_chat`, on /v1/completions. */
+export interface MultiTurnWorkload {
+  groups: number;
+  usersPerGroup: number;
+  systemTokens: number;
+  questionTokens: number;
+  outputTokens: number;
+  ratePerS: number;
+  durationS: number;
+  /** vLLM's --max-model-len: a longer prompt is refused before it touches the cache. */
+  maxModelLen: number;
+}
+
+/** The witness's multi-turn workload (bench/witness/config.ts), on the real fleet's max-model-len. */
+export const MULTI_TURN: MultiTurnWorkload = { groups: 8, usersPerGroup: 3, systemTokens: 600, questionTokens: 50, outputTokens: 16, ratePerS: 2, durationS: 60, maxModelLen: 4608 };
+
+/**
+ * inference-perf's multi-turn sessions as it sends them (0.7.0, `UserSessionCompletionAPIData`):
+ * each user a session keyed by x-session-id, whose context starts as its group's system prompt; a
+ * turn's prompt is the context, then the user's own prompt (the system prompt and a question
+ * again), and its context after it is that prompt and the answer. Requests cycle through the
+ * sessions in one shuffled order at a constant rate, so a session's turns are one cycle apart; a
+ * prompt past max-model-len is refused (kept in the trace, as the real run fails it, uncounted).
+ * No prompt declares its shared part: a router learns it from what is warm, or groups nothing.
+ */
+export function syntheticMultiTurnTrace(w: MultiTurnWorkload, seed: number, engine: Trace['engine'], replicas = 2, v: Vocab = TINY_LLAMA_VOCAB): Trace {
+  const rand = mulberry32(seed);
+  const system = Array.from({ length: w.groups }, () => ids(rand, w.systemTokens, v));
+  const users: { own: number[]; context: number[] }[] = [];
+  for (let g = 0; g < w.groups; g++) for (let u = 0; u < w.usersPerGroup; u++) users.push({ own: [...system[g], ...ids(rand, w.questionTokens, v)], context: system[g] });
+  for (let i = users.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [users[i], users[j]] = [users[j], users[i]];
+  }
+  const n = Math.round(w.ratePerS * w.durationS);
+  return {
+    kind: 'warmroute-trace', workload: `multi-turn ${w.groups}x${w.usersPerGroup} seed ${seed}`, strategy: 'synthetic', when: '', engine,
+    replicas: Array.from({ length: replicas }, (_, i) => `127.0.0.1:${i + 1}`), counters: Array.from({ length: replicas }, () => ({ queries: 0, hits: 0 })),
+    requests: Array.from({ length: n }, (_, i) => {
+      const u = users[i % users.length];
+      const promptIds = [...u.context, ...u.own];
+      const outputIds = ids(rand, w.outputTokens, v);
+      const ok = promptIds.length + w.outputTokens <= w.maxModelLen;
+      if (ok) u.context = [...promptIds, ...outputIds];
+      return {
+        atMs: (i * 1000) / w.ratePerS, replica: 0, route: null, group: `s${i % users.length}`, promptIds, outputIds, sessionKey: `user_session_${i % users.length}`,
+        cachedTokens: ok ? 0 : null, ttftMs: null, totalMs: 0, error: ok ? null : 'prompt longer than max-model-len',
+      };
+    }),
+  };
+}

@@ -32,6 +32,10 @@ export const SMALL_ENV = {
   VLLM_CPU_KVCACHE_SPACE: '1',
   OMP_NUM_THREADS: '1',
   VLLM_CPU_OMP_THREADS_BIND: 'nobind',
+  // A benchmark fleet, never a production one: POST /reset_prefix_cache lets a benchmark give every
+  // router the same requests from the same empty caches (bench:witness), and warmroute never
+  // forwards that route from clients.
+  VLLM_SERVER_DEV_MODE: '1',
 } as const;
 
 export interface KvEventsPorts { pub: number; replay: number }

@@ -1,7 +1,10 @@
 // npm run bench:witness — inference-perf, the peers' own benchmark tool, as an outside witness on
 // the real vLLM fleet (npm run fleet:vllm): its workloads through warmroute and the routers users
-// would pick instead, one router at a time, each round in a rotated order. Hits are read from the
-// replicas' own counters around each run, TTFT and failures from inference-perf's own summary.
+// would pick instead, one router at a time, each round in a rotated order. Within a round every
+// router gets the same prompts in the same order (one seed) from emptied caches (vLLM's
+// /reset_prefix_cache, which the benchmark fleet serves): the routers differ, nothing else does.
+// Hits are read from the replicas' own counters around each run, TTFT and failures from
+// inference-perf's own summary.
 // Writes bench/out/witness/witness-<time>.json and -latest.md; prints the table.
 
 import { spawn } from 'node:child_process';
@@ -35,6 +38,23 @@ const peer = (r: Router): Started => ({ url: r.url, stop: r.stop });
 const USAGE = `usage: npm run bench:witness -- [--workloads ${Object.keys(WITNESS_WORKLOADS).join(',')}]
        [--routers ${Object.keys(ROUTERS).join(',')}] [--rounds N (3)] [--duration-s N (60)] [--out DIR (bench/out/witness)]`;
 
+/**
+ * Empties every replica's prefix cache, so that a run starts as cold as the one before it. False
+ * when a replica does not serve the route (a fleet started without VLLM_SERVER_DEV_MODE).
+ */
+async function resetCaches(urls: readonly string[]): Promise<boolean> {
+  const done = await Promise.all(urls.map(async (u) => {
+    try {
+      const r = await fetch(`${u}/reset_prefix_cache`, { method: 'POST', signal: AbortSignal.timeout(10_000) });
+      await r.arrayBuffer();
+      return r.ok;
+    } catch {
+      return false;
+    }
+  }));
+  return done.every(Boolean);
+}
+
 async function counters(urls: readonly string[]): Promise<{ queries: number; hits: number }> {
   const texts = await Promise.all(urls.map(async (u) => (await call(`${u}/metrics`)).text()));
   return { queries: sumSamples(texts, 'vllm:prefix_cache_queries_total'), hits: sumSamples(texts, 'vllm:prefix_cache_hits_total') };
@@ -60,6 +80,8 @@ export interface WitnessRow extends WitnessSummary {
   workload: string;
   router: string;
   round: number;
+  /** Every router of the round got the same prompts from emptied caches. */
+  paired: boolean;
   hitRate: number;
   queries: number;
 }
@@ -86,22 +108,26 @@ async function main(): Promise<void> {
   mkdirSync(out, { recursive: true });
   const rows: WitnessRow[] = [];
   let seed = Date.now() % 100_000;
+  const paired = await resetCaches(urls);
+  if (!paired) console.warn('warning: the fleet does not serve POST /reset_prefix_cache (restart it with npm run fleet:vllm): each run gets prompts of its own instead, so that none starts warm from another\'s, and the rounds compare different orders');
   for (let round = 0; round < rounds; round++) {
     for (const name of workloads) {
       const w = { ...WITNESS_WORKLOADS[name], ...(a['duration-s'] ? { durationS: Number(a['duration-s']) } : {}) };
+      const roundSeed = seed++;
       for (const router of roundOrder(routers, round)) {
         const dir = join(out, `${stamp}-${name}-${router}-${round}`);
         mkdirSync(dir, { recursive: true });
         const cfg = join(dir, 'config.yaml');
+        if (paired && !(await resetCaches(urls))) throw new Error('a replica stopped serving POST /reset_prefix_cache');
         const r = await ROUTERS[router](urls, kv);
         try {
-          writeFileSync(cfg, witnessConfig(w, { baseUrl: r.url, model: SERVED_MODEL, tokenizerDir: MODEL_DIR, outDir: dir, seed: seed++ }));
+          writeFileSync(cfg, witnessConfig(w, { baseUrl: r.url, model: SERVED_MODEL, tokenizerDir: MODEL_DIR, outDir: dir, seed: paired ? roundSeed : seed++ }));
           const before = await counters(urls);
           await runInferencePerf(cfg, (w.durationS + 180) * 1000);
           const after = await counters(urls);
           const summary = readWitnessSummary(readFileSync(join(dir, 'summary_lifecycle_metrics.json'), 'utf8'));
           const queries = after.queries - before.queries;
-          const row: WitnessRow = { workload: name, router, round, hitRate: queries > 0 ? (after.hits - before.hits) / queries : 0, queries, ...summary };
+          const row: WitnessRow = { workload: name, router, round, paired, hitRate: queries > 0 ? (after.hits - before.hits) / queries : 0, queries, ...summary };
           rows.push(row);
           console.log(`round ${round + 1} ${name} ${router}: hits ${(100 * row.hitRate).toFixed(1)}%, TTFT p50 ${row.ttftP50Ms?.toFixed(0)} p90 ${row.ttftP90Ms?.toFixed(0)} ms, ${row.successes} ok, ${row.failures} failed`);
         } finally {

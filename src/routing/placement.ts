@@ -148,6 +148,11 @@ export interface GrowthInput {
   /** Per candidate: its working set (its active sessions and their agents). */
   readonly sets: readonly ReplicaWorkingSet[];
   readonly agent: string | null;
+  /**
+   * Per candidate: the agent's prompt is warm there although no session of it is counted (an
+   * agent learnt from a warm prefix, agentOfPlacement): its replica as much as one with sessions.
+   */
+  readonly warm?: readonly boolean[];
   /** Per candidate: under the in-flight bound for new placements (soft cap). */
   readonly loadOk: readonly boolean[];
   /** Per candidate: under the bound a session's own replica may reach (hard cap). */
@@ -180,7 +185,7 @@ export function placeForGrowth(p: GrowthInput): Placement {
   if (p.agent !== null) {
     let home = -1;
     for (let i = 0; i < n; i++) {
-      if (!p.homeLoadOk[i] || !p.sets[i].agents.has(p.agent)) continue;
+      if (!p.homeLoadOk[i] || !(p.sets[i].agents.has(p.agent) || p.warm?.[i] === true)) continue;
       if (home < 0 || load(i) < load(home)) home = i;
     }
     if (home >= 0 && load(home) <= emptiest + HOME_SLACK_SESSIONS) return { index: home, reason: 'placed' };

@@ -38,7 +38,8 @@ export interface PrefixIndex {
    */
   match(chain: readonly string[], chainTokens: readonly number[], now: number, want?: number): Map<string, number>;
   /** The replica now holds every link of the chain (it just served the request). */
-  record(chain: readonly string[], chainTokens: readonly number[], replica: string, now: number): void;
+  /** `added`: receives the links the replica did not hold before (its caller may take them back). */
+  record(chain: readonly string[], chainTokens: readonly number[], replica: string, now: number, added?: string[]): void;
   /** The replica's KV capacity in tokens (null or ≤ 0: unknown, no per-replica bound). */
   setCapacity(replica: string, tokens: number | null): void;
   forgetReplica(replica: string): void;
@@ -259,7 +260,7 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
       return out;
     },
 
-    record(chain, chainTokens, replica, now) {
+    record(chain, chainTokens, replica, now, added) {
       if (max === 0 || chain.length === 0) return;
       sweepExpired(now);
       const r = idOf(replica);
@@ -280,6 +281,7 @@ export function createPrefixIndex(opts: PrefixIndexOptions): PrefixIndex {
           heads.set(link, s);
           rTokens[r] += incr[s];
           count++;
+          added?.push(link);
         }
         seen[s] = now;
         pushGlobal(s);

@@ -12,6 +12,35 @@ export function agentOf(id: RequestIdentity): { key: string; tokens: number } | 
   return { key: id.chain[id.firstUser - 1], tokens: id.sharedTokens };
 }
 
+/**
+ * Share of a prompt with no shared part of its own (a completion's one string) that a prefix
+ * already warm on some replica must cover to stand for its agent at placement (agentOfPlacement).
+ * Below it, what is warm is another caller's opening words, not a prompt this one shares.
+ */
+export const WARM_AGENT_SHARE = 0.3;
+
+/** The key prefix of an agent learnt from a warm prefix (agentOfPlacement). */
+export const WARM_AGENT = 'warm:';
+
+/**
+ * The agent a new session is placed by: its declared one (agentOf), else, for a prompt with no
+ * shared part to speak of (a completion), the longest chain link already warm on a candidate when
+ * it covers WARM_AGENT_SHARE of the prompt. A completions agent sends its system prompt inside its
+ * one string; the first session of it leaves that prefix in a cache, and later sessions that start
+ * with it join that replica, as a chat agent's sessions join their agent's. Placement only: the
+ * working set keeps counting such sessions without an agent.
+ */
+export function agentOfPlacement(id: RequestIdentity, warm: ReadonlyMap<string, number>): { key: string; tokens: number } | null {
+  const declared = agentOf(id);
+  if (declared !== null || id.sharedTokens > 0) return declared;
+  let most = 0;
+  for (const w of warm.values()) most = Math.max(most, w);
+  if (most <= 0 || most < WARM_AGENT_SHARE * id.promptTokens) return null;
+  let link = -1;
+  for (let i = 0; i < id.chainTokens.length && id.chainTokens[i] <= most; i++) link = i;
+  return link < 0 ? null : { key: WARM_AGENT + id.chain[link], tokens: id.chainTokens[link] };
+}
+
 /** One replica's estimated working set: what its recently active sessions need in its KV cache. */
 export interface ReplicaWorkingSet {
   /** Distinct shared prefixes (each agent's prompt once) + every active session's own tokens. */

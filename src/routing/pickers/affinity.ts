@@ -5,7 +5,7 @@ import { placeByCapacity, placeForGrowth, type Placement } from '../placement.js
 import { rendezvousRank } from '../rendezvous.js';
 import { trafficRoom, type Traffic } from '../traffic.js';
 import type { Picker, ReplicaView, RouteContext, RouteReason } from '../types.js';
-import { agentOf, type WorkingSet } from '../working-set.js';
+import { agentOfPlacement, WARM_AGENT, type WorkingSet } from '../working-set.js';
 import { fits, loadCaps, type LoadCaps } from './bounded-load.js';
 import { RANKED_MAX } from '../shortlist.js';
 import { cheapestByCost, rankCheapest } from './min-ttft.js';
@@ -177,7 +177,7 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
     const scale = d.cost.tokenScale();
     const capacity = candidates.map((r) => (r.kvCapacityTokens !== null && r.kvCapacityTokens > 0 ? r.kvCapacityTokens : Infinity));
     const ws = d.workingSet;
-    const agent = agentOf(ctx.identity);
+    const agent = agentOfPlacement(ctx.identity, ctx.warm);
     if (ctx.pressured === undefined) return null;
     if (!ctx.pressured(candidates)) {
       if (!capacity.every(Number.isFinite)) return null;
@@ -185,6 +185,7 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
         candidates,
         sets: candidates.map((r) => ws.of(r.name, t)),
         agent: agent?.key ?? null,
+        warm: agent !== null && agent.key.startsWith(WARM_AGENT) ? candidates.map((r) => (ctx.warm.get(r.name) ?? 0) >= agent.tokens) : undefined,
         loadOk: candidates.map((_, i) => fits(caps, caps.soft, i)),
         homeLoadOk: candidates.map((_, i) => fits(caps, caps.hard, i)),
       });
