@@ -27,7 +27,8 @@ const USAGE = `usage: npm run bench:calibrate -- <record|replay> [flags]
   replay: [--traces DIR]  [--model vllm|naive]  [--sockets: the router deciding as a gateway process
           against a simulated fleet in real time (completions only), instead of in virtual time]
           [--no-ideal: skip the offline ideal (a few seconds a trace)]  (vllm: the replica checked against vLLM 0.32, the default; naive: the model before that check)
-  versus: --workload NAME (shared-pressure; or multi-turn: inference-perf's sessions)  --seeds N (30)  --rate R (the workload's)  [--no-ideal]
+  versus: --workload NAME (shared-pressure; or multi-turn: inference-perf's sessions)  --seeds N (30)  --rate R (the workload's)
+          --zipf S (groups drawn by a Zipf popularity of exponent S instead of cycled uniformly)  [--no-ideal]
   all:    --out DIR (bench/out/calibrate)`;
 
 /** vLLM 0.32's defaults on a CPU for the OpenAI server: max_num_batched_tokens 2048, max_num_seqs 128. */
@@ -117,14 +118,15 @@ async function versusCmd(a: Flags, out: string): Promise<void> {
   const name = str(a.workload) ?? 'shared-pressure';
   const base = name === 'multi-turn' ? MULTI_TURN : WORKLOADS[name];
   if (!base || ('kind' in base && base.kind !== 'shared-prefix')) throw new Error(`--workload wants multi-turn or a shared-prefix workload: ${Object.entries(WORKLOADS).filter(([, w]) => w.kind === 'shared-prefix').map(([n]) => n).join(', ')}`);
-  const w = str(a.rate) === undefined ? base : { ...base, ratePerS: Number(a.rate) };
+  const rated = str(a.rate) === undefined ? base : { ...base, ratePerS: Number(a.rate) };
+  const w = str(a.zipf) === undefined ? rated : { ...rated, zipf: Number(a.zipf) };
   const n = Number(str(a.seeds) ?? 30);
   const engine = { blockSize: 128, kvBlocks: 48, ...CPU_BATCH };
   const traceOf = (seed: number) => ('kind' in w ? syntheticSharedTrace(w, seed, engine) : syntheticMultiTurnTrace(w, seed, engine));
   const v = versus(traceOf, Array.from({ length: n }, (_, i) => i + 1), { ideal: !a['no-ideal'] });
   const pc = (x: number | null) => (x === null ? '—' : `${(100 * x).toFixed(1)}%`);
   const md = [
-    `${name} (${w.groups} prompts × ${w.usersPerGroup} users, ${w.ratePerS}/s for ${w.durationS} s), ${n} orders on 2 replicas of ${engine.kvBlocks} × ${engine.blockSize}-token blocks:`, '',
+    `${name} (${w.groups} prompts × ${w.usersPerGroup} users${'zipf' in w && w.zipf !== undefined ? `, Zipf ${w.zipf} popularity` : ''}, ${w.ratePerS}/s for ${w.durationS} s), ${n} orders on 2 replicas of ${engine.kvBlocks} × ${engine.blockSize}-token blocks:`, '',
     '| | warmroute | SGLang `cache_aware` (model) | round-robin | best shape, median | best in hindsight |', '|---|---:|---:|---:|---:|---:|',
     `| mean hit rate | ${pc(v.mean.warmroute)} | ${pc(v.mean.sglang)} | ${pc(v.mean.roundRobin)} | ${pc(v.mean.bestShapeMedian)} | ${pc(v.mean.best)} |`, '',
     `warmroute − SGLang per order: ${v.diffMean.toFixed(1)} ± ${v.diffSd.toFixed(1)} points (mean ± sd); warmroute ahead or equal on ${v.aheadOrEqual} of ${n} orders, so ahead in three independent runs with probability ≈ ${((v.aheadOrEqual / n) ** 3).toFixed(2)}.`,
@@ -136,7 +138,7 @@ async function versusCmd(a: Flags, out: string): Promise<void> {
 
 async function main(): Promise<void> {
   const s = { type: 'string' } as const;
-  const { values: a, positionals } = parseArgs({ options: { workloads: s, strategies: s, rounds: s, 'duration-s': s, traces: s, model: s, workload: s, seeds: s, rate: s, sockets: { type: 'boolean' }, 'no-ideal': { type: 'boolean' }, out: s, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
+  const { values: a, positionals } = parseArgs({ options: { workloads: s, strategies: s, rounds: s, 'duration-s': s, traces: s, model: s, workload: s, seeds: s, rate: s, zipf: s, sockets: { type: 'boolean' }, 'no-ideal': { type: 'boolean' }, out: s, help: { type: 'boolean', short: 'h' } }, allowPositionals: true });
   const cmd = positionals[0];
   if (a.help || !cmd) {
     console.log(USAGE);

@@ -21,6 +21,11 @@ export interface SharedPrefixWorkload {
   ratePerS: number;
   durationS: number;
   seed: number;
+  /**
+   * Zipf exponent of the groups' popularity: each request draws its group with weight 1/(g+1)^s
+   * and its user uniformly. Absent: inference-perf's uniform cycle through the prompts.
+   */
+  zipf?: number;
 }
 
 export interface SessionsWorkload {
@@ -91,7 +96,24 @@ export function planShared(w: SharedPrefixWorkload, v: Vocab = TINY_LLAMA_VOCAB)
     [prompts[i], prompts[j]] = [prompts[j], prompts[i]];
   }
   const n = Math.round(w.ratePerS * w.durationS);
-  const requests = Array.from({ length: n }, (_, i) => ({ atMs: (i * 1000) / w.ratePerS, ...prompts[i % prompts.length] }));
+  if (w.zipf === undefined) {
+    const requests = Array.from({ length: n }, (_, i) => ({ atMs: (i * 1000) / w.ratePerS, ...prompts[i % prompts.length] }));
+    return { system, questions, requests };
+  }
+  const weights = Array.from({ length: w.groups }, (_, g) => 1 / (g + 1) ** w.zipf!);
+  const total = weights.reduce((a, b) => a + b, 0);
+  const pick = () => {
+    let x = rand() * total;
+    for (let g = 0; g < w.groups; g++) if ((x -= weights[g]) < 0) return g;
+    return w.groups - 1;
+  };
+  // The popular groups are not the first to arrive: which groups are hot is shuffled too.
+  const rank = Array.from({ length: w.groups }, (_, g) => g);
+  for (let i = rank.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [rank[i], rank[j]] = [rank[j], rank[i]];
+  }
+  const requests = Array.from({ length: n }, (_, i) => ({ atMs: (i * 1000) / w.ratePerS, group: rank[pick()], user: Math.floor(rand() * w.usersPerGroup) }));
   return { system, questions, requests };
 }
 
@@ -142,17 +164,10 @@ export function syntheticSharedTrace(w: SharedPrefixWorkload, seed: number, engi
 }
 
 /** inference-perf's shared_prefix data with `enable_multi_turn_chat`, on /v1/completions. */
-export interface MultiTurnWorkload {
-  groups: number;
-  usersPerGroup: number;
-  systemTokens: number;
-  questionTokens: number;
-  outputTokens: number;
-  ratePerS: number;
-  durationS: number;
+export type MultiTurnWorkload = Omit<SharedPrefixWorkload, 'kind' | 'seed'> & {
   /** vLLM's --max-model-len: a longer prompt is refused before it touches the cache. */
   maxModelLen: number;
-}
+};
 
 /** The witness's multi-turn workload (bench/witness/config.ts), on the real fleet's max-model-len. */
 export const MULTI_TURN: MultiTurnWorkload = { groups: 8, usersPerGroup: 3, systemTokens: 600, questionTokens: 50, outputTokens: 16, ratePerS: 2, durationS: 60, maxModelLen: 4608 };
