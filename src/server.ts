@@ -13,6 +13,7 @@ import { createKeyring } from './edge/api-keys.js';
 import { createPipeline } from './edge/pipeline.js';
 import type { AddressResolver } from './fleet/discovery.js';
 import { createFleet, type Fleet } from './fleet/fleet.js';
+import { createAdapterLoader } from './fleet/adapter-loader.js';
 import type { Health } from './fleet/health.js';
 import { createRegistry, type Registry } from './fleet/registry.js';
 import { identityOptionsOf } from './identify/identity.js';
@@ -112,6 +113,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const admission = createAdmission(admissionLimitsOf(config), (replica) => metrics.batchPrefillWaits.inc({ replica }));
   const fleet = createFleet({ config, registry, router, store, agent, metrics, log, resolver: deps.resolver, forgetAdmission: admission.forget });
   const { health } = fleet;
+  const adapters = createAdapterLoader({ registry, agent, metrics, log, options: config.adapters, readModels: (r) => health.readModels(r) });
 
   let draining = false;
   const isDraining = () => draining;
@@ -131,6 +133,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     agent, admission, health, metrics, config, registry, router, log,
     byName: registry.byName,
     tracing,
+    adapters,
     recorder: createRecorder({ metrics, log, router, sessionTag, turns }),
     identity: identityOptionsOf(config),
     draining: isDraining,
@@ -163,6 +166,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       (c) => globalLimit.configure(globalLimitOf(c)),
       (c) => turns.setOptions(c.turns),
       (c) => fleet.reconfigure(c),
+      (c) => adapters.setOptions(c.adapters),
       (c) => {
         pipeline.config = c;
         pipeline.identity = identityOptionsOf(c);
@@ -170,7 +174,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       },
     ],
   });
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, loopbackListener: isLoopbackHost(config.admin.host), drains, turns, sessionByTag: createSessionLookup({ store, tag: sessionTag }) });
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, loopbackListener: isLoopbackHost(config.admin.host), drains, turns, sessionByTag: createSessionLookup({ store, tag: sessionTag }), managedAdapters: adapters.view });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
   // A secret drawn at start only breaks something where gateways share sessions (Redis): there the

@@ -188,6 +188,30 @@ export const ResponsesSchema = Section({
   fetchMs: Ms(250),
 });
 
+/** LoRA adapters the gateway manages (docs/adapters.md): loaded on demand, versions rolled out per session. */
+export const AdaptersSchema = Section({
+  /**
+   * Adapters the gateway may load on a replica when a request names one that no healthy replica
+   * has loaded: name → its path as the replicas see it (vLLM's `lora_path`). The replicas need
+   * VLLM_ALLOW_RUNTIME_LORA_UPDATING=1. Empty: the gateway never loads or unloads an adapter.
+   */
+  sources: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:/-]{1,128}$' }), Type.String({ minLength: 1 }), { default: {} }),
+  /**
+   * Most adapters a replica holds (its /v1/models adapters); before a load past it, the least
+   * recently used one of `sources` with nothing in flight is unloaded. 0: no bound.
+   */
+  maxLoadedPerReplica: Type.Integer({ minimum: 0, default: 0 }),
+  /** Longest wait for a replica to load (or unload) an adapter; past it the waiting requests get a 502. */
+  loadTimeoutMs: Ms(30_000),
+  /**
+   * Client model name → adapter versions and their weights, e.g. `support-agent: {support-agent-v3: 90,
+   * support-agent-v4: 10}`. A session (its key) is given one version at its first request and keeps it
+   * for every turn; a request without a session key is split by weight. A reload changes the
+   * weights for new sessions only.
+   */
+  versions: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:/-]{1,128}$' }), Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:/-]{1,128}$' }), Type.Number({ minimum: 0 })), { default: {} }),
+});
+
 export const TRACE_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
 export const TRACE_SAMPLERS = ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'] as const;
 export const LOG_FORMATS = ['json', 'pretty'] as const;
@@ -470,6 +494,7 @@ export const ConfigSchema = Type.Object({
     /** Most bytes of the partial answer's stream kept to resume it; a longer one is not resumed. */
     maxBytes: Type.Integer({ minimum: 1024, default: 256 * 1024 }),
   }),
+  adapters: AdaptersSchema,
   redis: Section({
     /**
      * Session pins, and stored-response records under `<keyPrefix>resp:`.
@@ -515,6 +540,7 @@ export type UpstreamConfig = Static<typeof UpstreamSchema> & { name: string };
 export type ResolvedConfig = Omit<Config, 'upstreams'> & { upstreams: UpstreamConfig[] };
 export type RoutingOptions = Static<typeof RoutingOptionsSchema>;
 export type ResponsesConfig = Static<typeof ResponsesSchema>;
+export type AdaptersConfig = Static<typeof AdaptersSchema>;
 export type LostStateAction = (typeof LOST_STATE_ACTIONS)[number];
 export type IdentityConfig = Static<typeof IdentitySchema>;
 export type SessionKeySourceConfig = Static<typeof SessionKeySourceSchema>;

@@ -6,7 +6,8 @@ import { errors, toWarmrouteError, writeError, type ErrorShape, type WarmrouteEr
 import type { Registry } from '../fleet/registry.js';
 import { identify, identityWithoutBody, validateBody, type IdentityOptions, type RequestIdentity, type RequestKind } from '../identify/identity.js';
 import { Shed, type Limiter } from '../queue/limiter.js';
-import type { Ended, Recorder } from '../record/record.js';
+import type { AdapterNote, Ended, Recorder } from '../record/record.js';
+import type { AdapterLoader } from '../fleet/adapter-loader.js';
 import type { TurnCall } from '../record/turns.js';
 import type { Decision, Router } from '../routing/types.js';
 import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
@@ -38,6 +39,8 @@ export interface PipelineDeps extends ForwardDeps {
   readonly metrics: Metrics;
   /** OpenTelemetry traces; absent or null when off (then no span object is made). */
   readonly tracing?: Tracing | null;
+  /** LoRA adapters loaded on demand (adapters.sources); absent: the gateway never loads one. */
+  readonly adapters?: AdapterLoader;
   /** Counts open exchanges (from their first byte to their end) so a drain can wait for them: once each, then `exchangeClosed` once. */
   exchangeOpened(): void;
   exchangeClosed(): void;
@@ -87,6 +90,8 @@ class InFlight {
   keyClass: 'interactive' | 'batch' | null = null;
   /** Its call in its session's caller turn (record/turns.ts), once routed. */
   turn: TurnCall | null = null;
+  /** The version chosen for its model name and the adapter load it waited for, when either happened. */
+  adapter: AdapterNote | null = null;
   readonly owner: ExchangeOwner<Ended>;
 
   constructor(
@@ -149,7 +154,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
 
   function recordOne(x: InFlight, ended: Ended) {
     try {
-      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key, trace: x.trace, priority: x.priority?.cls ?? null, turn: x.turn });
+      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key, trace: x.trace, priority: x.priority?.cls ?? null, turn: x.turn, adapter: x.adapter });
       if (x.target !== null && x.identity !== null) deps.served?.(x.identity, x.target, x.body, ended);
     } catch (err) {
       log.error({ err, path: x.path }, 'internal error: recording an ended exchange failed');
@@ -177,13 +182,30 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     // The client may have gone during the read or the prefetch: its owner has ended the exchange already.
     if (x.owner.ended) return;
     const identity = x.identity!;
-    const decision = router.route({ identity, replicas: registry.views });
+    const loader = deps.adapters;
+    const model = identity.model;
+    // An adapter of adapters.sources that no replica taking traffic lists: placed among those that could load it.
+    const loadable = loader?.loadable(model, registry.views) ?? null;
+    const decision = router.route(loadable === null ? { identity, replicas: registry.views } : { identity, replicas: registry.views, loadable });
     x.clock.routed = nowMs();
     x.trace?.routed(decision.matchedTokens);
     x.turn = recorder.arrived(identity, x.clock);
     if (decision.drift) recorder.drift(identity, decision.drift);
     if (decision.slotWait) recorder.slotWait(identity, decision.ranked[0].name);
-    admit(x, () => forwardTo(x, target, body, decision, resumable, streamed));
+    // A managed adapter in use on its replica is not unloaded there until this exchange ends.
+    if (loader !== undefined && loader.manages(model)) x.owner.holdAdapter(decision.ranked[0].name, model);
+    if (loadable === null) return admit(x, () => forwardTo(x, target, body, decision, resumable, streamed));
+    // Loaded where routing placed it, then forwarded there only (no other replica has it). The
+    // wait is the queue hop's; a client that goes meanwhile is ended by its owner, the load goes on.
+    const chosen = registry.byName(decision.ranked[0].name)!;
+    const only: Decision = { ...decision, ranked: [chosen] };
+    loader!.ensure(chosen, model!).then((change) => {
+      if (change !== null) {
+        x.adapter = { requested: x.adapter?.requested ?? null, loadMs: change.ms };
+        x.trace?.adapterLoaded(change.replica, change.adapter, change.outcome, change.ms, nowMs());
+      }
+      if (!x.owner.ended) admit(x, () => forwardTo(x, target, body, only, resumable, streamed));
+    }, (e: unknown) => refuse(x, e));
   }
 
   function forwardTo(x: InFlight, target: string, body: Buffer | null, decision: Decision, resumable: Record<string, unknown> | undefined, streamed: boolean) {
@@ -239,6 +261,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   // One for every exchange: each owner hands its own InFlight back to report.
   const ownerDeps: ExchangeOwnerDeps<Ended, InFlight> = {
     admission: deps.admission, global, report: (e, x) => report(x, e), aborted: () => ABORTED, clientGone, settled: () => deps.exchangeClosed(),
+    adapters: deps.adapters?.holds,
   };
 
   return function handle(req, res) {

@@ -66,7 +66,7 @@ const some = <T>(v: T | null | undefined) => (v === null ? undefined : v);
  * at a time: one allocation and one hidden class instead of a chain of them.
  */
 function accessLine(method: string, path: string, key: string | null, priority: PriorityClass | null, identity: RequestIdentity | null, e: Ended, place: TurnPlace | null,
-  ttft: number | null, overhead: number | null, replicaTtft: number | null, hops: ReturnType<typeof hopsOf>, sessionTag: SessionTagger, truncated: boolean): Record<string, unknown> {
+  ttft: number | null, overhead: number | null, replicaTtft: number | null, hops: ReturnType<typeof hopsOf>, sessionTag: SessionTagger, truncated: boolean, adapter: AdapterNote | null): Record<string, unknown> {
   const keyed = identity !== null && identity.sessionKey !== null;
   const u = e.usage;
   const err = e.error;
@@ -80,6 +80,8 @@ function accessLine(method: string, path: string, key: string | null, priority: 
     conversation: identity !== null && !keyed && identity.placementKey !== null ? sessionTag(identity.conversationKey ?? identity.placementKey) : undefined,
     // Only a model some replica serves (the request was routed): otherwise it is the client's text.
     model: identity !== null && e.reason !== null ? some(identity.model) : undefined,
+    // The configured client model name a version was chosen for, and the load the request waited for.
+    requestedModel: adapter?.requested ?? undefined, adapterLoadMs: adapter?.loadMs ?? undefined,
     turn: place?.turn, call: place?.call,
     stream: e.sse, ttftMs: ms(ttft), firstToken: e.firstToken || undefined, toolCallTruncated: truncated || undefined, adjusted: e.adjusted || undefined,
     overheadMs: ms(overhead),
@@ -116,6 +118,14 @@ function rememberedTags(tag: SessionTagger): SessionTagger {
   };
 }
 
+/** What the gateway did about a request's LoRA adapter: the version it chose for a configured client model name, the load it waited for. */
+export interface AdapterNote {
+  /** The client's model name (one of adapters.versions) when a version was chosen; the identity's model is the version. */
+  requested: string | null;
+  /** The load on demand this request waited for, ms. */
+  loadMs: number | null;
+}
+
 export interface Recorder {
   /** The session key's tag in every log line (keyed: telemetry/session-tag.ts). */
   readonly sessionTag: SessionTagger;
@@ -130,7 +140,7 @@ export interface Recorder {
    * `priority`: the request's class (queue/priority.ts), null when refused before its body was read;
    * `turn`: what `arrived` returned.
    */
-  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null; trace?: RequestTrace | null; priority?: PriorityClass | null; turn?: TurnCall | null }): void;
+  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null; trace?: RequestTrace | null; priority?: PriorityClass | null; turn?: TurnCall | null; adapter?: AdapterNote | null }): void;
 }
 
 /**
@@ -186,7 +196,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       if (suppressed === null) return;
       log.warn({ replica, session: sessionTag(identity.sessionKey ?? identity.placementKey), suppressed }, 'adapter request sent where it waits for a LoRA slot: every replica serving it without that wait is past the load bound, or none has a slot free');
     },
-    record({ method, path, identity, clock, ended: e, key = null, trace = null, priority = null, turn = null }) {
+    record({ method, path, identity, clock, ended: e, key = null, trace = null, priority = null, turn = null, adapter = null }) {
       const place = turn === null ? null : turns?.ended(turn, clock, e.responseId ?? null) ?? null;
       const hops = hopsOf(clock);
       for (let i = 0; i < HOPS.length; i++) {
@@ -243,7 +253,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
           responseId: e.responseId ?? null,
         });
       }
-      if (log.isLevelEnabled('info')) log.info(accessLine(method, path, key, priority, identity, e, place, ttft, overhead, replicaTtft, hops, sessionTag, truncated), 'request');
+      if (log.isLevelEnabled('info')) log.info(accessLine(method, path, key, priority, identity, e, place, ttft, overhead, replicaTtft, hops, sessionTag, truncated, adapter), 'request');
       // The spans are built from the same clock readings as the histograms above.
       if (trace) {
         const session = sessionTag(identity?.sessionKey ?? null);
@@ -253,6 +263,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
           promptTokens: u?.promptTokens ?? null, completionTokens: u?.completionTokens ?? null, cachedTokens: u?.cachedTokens ?? null,
           session, turnKey: place === null || identity === null ? null : session ?? sessionTag(identity.placementKey),
           turn: place?.turn ?? null, call: place?.call ?? null, errorCode: e.error?.openaiCode ?? null, toolCallTruncated: truncated,
+          requestedModel: e.reason !== null ? adapter?.requested ?? null : null,
         });
       }
     },

@@ -187,7 +187,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     },
 
     route(req) {
-      const ctx = buildContext(contextDeps, req.identity, req.replicas, now(), composition.learns);
+      const ctx = buildContext(contextDeps, req.identity, req.replicas, now(), composition.learns, req.loadable);
       const id = req.identity.storedResponseId;
       const decided = composition.stateful && id !== null ? decideStateful(ctx, id) : decide(ctx, composition);
       const key = req.identity.sessionKey ?? req.identity.conversationKey;

@@ -71,6 +71,11 @@ export interface LoraSlots {
 export interface RouteRequest {
   readonly identity: RequestIdentity;
   readonly replicas: readonly ReplicaView[];
+  /**
+   * The model is a LoRA adapter the gateway loads on demand and no replica taking traffic lists
+   * it: the replicas that could load it (the model filter keeps them). Absent otherwise.
+   */
+  readonly loadable?: (r: ReplicaView) => boolean;
 }
 
 /**
