@@ -22,6 +22,7 @@ import { createLimiter } from './queue/limiter.js';
 import { createRecorder } from './record/record.js';
 import { createTurns } from './record/turns.js';
 import { createRouter } from './routing/router.js';
+import { createAdapterVersions } from './routing/adapter-versions.js';
 import { ROUTE_REASONS, type Router } from './routing/types.js';
 import { createMemorySessionStore } from './store/memory.js';
 import { createRedisSessionStore } from './store/redis.js';
@@ -102,6 +103,12 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const responseStore = deps.responseStore ?? (config.redis.url
     ? createRedisSessionStore({ url: config.redis.url, store: 'responses', keyPrefix: `${config.redis.keyPrefix}resp:`, maxSessions: rc.maxRecords, ttlMs: rc.recordTtlMs, metrics, log })
     : createMemorySessionStore({ maxSessions: rc.maxRecords, ttlMs: rc.recordTtlMs }));
+  // A session's adapter version of each rolled-out client model (adapters.versions), shared like
+  // the pins under its own prefix; a Redis connection of its own only when versions are configured at start.
+  const versionStore = config.redis.url && Object.keys(config.adapters.versions).length > 0
+    ? createRedisSessionStore({ url: config.redis.url, store: 'versions', keyPrefix: `${config.redis.keyPrefix}ver:`, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
+    : createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs });
+  const versions = createAdapterVersions({ store: versionStore, versions: config.adapters.versions, fetchMs: rc.fetchMs });
   // A local store is always there; a shared one reports its own connection.
   if (!config.redis.url) for (const s of ['sessions', 'responses']) metrics.storeUp.set({ store: s }, 1);
   const onStateLost = stateLostObserver(metrics, log, rc.onLostState);
@@ -134,6 +141,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     byName: registry.byName,
     tracing,
     adapters,
+    versions,
     recorder: createRecorder({ metrics, log, router, sessionTag, turns }),
     identity: identityOptionsOf(config),
     draining: isDraining,
@@ -167,6 +175,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       (c) => turns.setOptions(c.turns),
       (c) => fleet.reconfigure(c),
       (c) => adapters.setOptions(c.adapters),
+      (c) => versions.setVersions(c.adapters.versions),
       (c) => {
         pipeline.config = c;
         pipeline.identity = identityOptionsOf(c);
@@ -193,7 +202,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     draining: isDraining,
     reconfigure,
     async listen() {
-      await Promise.all([store, responseStore].map((s) => (s.ready ? waitReady(s.ready(), log) : undefined)));
+      await Promise.all([store, responseStore, versionStore].map((s) => (s.ready ? waitReady(s.ready(), log) : undefined)));
       await fleet.init();
       fleet.start();
       await new Promise<void>((resolve, reject) => {
@@ -234,7 +243,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       await closed;
       await admin.close();
       await agent.close().catch(() => agent.destroy());
-      await Promise.all([store.close(), responseStore.close(), shared?.close()]);
+      await Promise.all([store.close(), responseStore.close(), versionStore.close(), shared?.close()]);
       keyring.close();
       turns.close();
       // Spans still queued are sent (bounded by the exporter's timeout); a collector that is down only costs that wait.

@@ -22,6 +22,8 @@ import { modelsBody } from './models.js';
 import { errorShapeOf, routeOf } from './routes.js';
 import { priorityOf, type Priority } from '../queue/priority.js';
 import { bodyWithFields } from './body-fields.js';
+import { withModel } from './body-model.js';
+import type { AdapterVersions } from '../routing/adapter-versions.js';
 import { createToolGuard, type ToolRequest } from './tool-guard.js';
 import { requestTarget } from './target.js';
 
@@ -39,6 +41,8 @@ export interface PipelineDeps extends ForwardDeps {
   readonly metrics: Metrics;
   /** OpenTelemetry traces; absent or null when off (then no span object is made). */
   readonly tracing?: Tracing | null;
+  /** Client model names rolled out over adapter versions (adapters.versions); absent: none. */
+  readonly versions?: AdapterVersions;
   /** LoRA adapters loaded on demand (adapters.sources); absent: the gateway never loads one. */
   readonly adapters?: AdapterLoader;
   /** Counts open exchanges (from their first byte to their end) so a drain can wait for them: once each, then `exchangeClosed` once. */
@@ -92,6 +96,9 @@ class InFlight {
   turn: TurnCall | null = null;
   /** The version chosen for its model name and the adapter load it waited for, when either happened. */
   adapter: AdapterNote | null = null;
+  /** Its parsed JSON body and kind (a version rollout re-identifies it under the version's name). */
+  parsed: Record<string, unknown> | null = null;
+  json: RequestKind | null = null;
   readonly owner: ExchangeOwner<Ended>;
 
   constructor(
@@ -170,8 +177,34 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     x.owner.end(endedAtEdge('failed', err.statusCode, err));
   }
 
-  /** Route, then the gateway-wide limit (the wait is the queue hop), then forward. */
+  /**
+   * A client model name of adapters.versions: its version chosen (kept per session, through the
+   * shared store), the body's `model` spliced to it, the request identified under it. Then routed.
+   */
   function routeAndForward(x: InFlight, target: string, body: Buffer | null, resumable: Record<string, unknown> | undefined, streamed: boolean) {
+    const versions = deps.versions;
+    const model = x.identity!.model;
+    if (versions === undefined || x.parsed === null || !versions.has(model)) return routeWithStored(x, target, body, resumable, streamed);
+    const fetching = versions.prefetch(model, x.identity!.sessionKey);
+    if (fetching === null) return routeWithStored(x, target, withVersion(x, versions, model, body!), resumable, streamed);
+    fetching.then(() => {
+      if (!x.owner.ended) routeWithStored(x, target, withVersion(x, versions, model, body!), resumable, streamed);
+    }).catch((e: unknown) => refuse(x, e));
+  }
+
+  function withVersion(x: InFlight, versions: AdapterVersions, requested: string, body: Buffer): Buffer {
+    const id = x.identity!;
+    const { version } = versions.choose(requested, id.sessionKey, id.placementKey, Date.now());
+    // The parsed body is the resumable one too: a continuation names the version.
+    const parsed = x.parsed!;
+    parsed.model = version;
+    x.identity = identify(x.json!, parsed, x.req.headers, deps.identity);
+    x.adapter = { requested, loadMs: null };
+    return withModel(body, version) ?? Buffer.from(JSON.stringify(parsed));
+  }
+
+  /** Route, then the gateway-wide limit (the wait is the queue hop), then forward. */
+  function routeWithStored(x: InFlight, target: string, body: Buffer | null, resumable: Record<string, unknown> | undefined, streamed: boolean) {
     // A stored response with no local record: the shared store is read first (bounded, counted).
     const fetching = router.prefetch?.(x.identity!) ?? null;
     if (fetching !== null) return void fetching.then(() => routeNow(x, target, body, resumable, streamed)).catch((e: unknown) => refuse(x, e));
@@ -211,7 +244,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   function forwardTo(x: InFlight, target: string, body: Buffer | null, decision: Decision, resumable: Record<string, unknown> | undefined, streamed: boolean) {
     x.target = target;
     x.body = body;
-    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, api: x.api, resumable, streamed, trace: x.trace, tools: x.tools, place: x.priority }, deps);
+    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, api: x.api, resumable, streamed, trace: x.trace, tools: x.tools, place: x.priority, adapterVersion: x.adapter?.requested != null ? x.identity!.model : null }, deps);
   }
 
   function refusedForLoad(x: InFlight, e: unknown) {
@@ -282,7 +315,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
       if (deps.draining()) throw errors.shuttingDown([], null, undefined, shutdownRetryAfter);
       const kind = route.kind;
       if ('models' in kind) {
-        const text = modelsBody(registry);
+        const text = modelsBody(registry, { clientNames: deps.versions?.names() ?? new Map(), sources: deps.adapters?.sources() ?? [] });
         if (text === null) throw errors.noReplica();
         res.writeHead(200, ['content-type', 'application/json']);
         res.end(method === 'HEAD' ? undefined : text);
@@ -307,6 +340,8 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             const parsed = parseJson(body!);
             validateBody(json, parsed, deps.identity);
             x.identity = identify(json, parsed, req.headers, deps.identity);
+            x.parsed = parsed;
+            x.json = json;
             // Only a generation answers when it is done; anything else answers at once.
             streamed = json === 'other' || parsed.stream === true;
             // Kept for mid-stream resume only (opt-in): a streamed chat completion.

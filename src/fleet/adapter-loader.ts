@@ -53,6 +53,8 @@ export interface AdapterLoader {
   /** The exchanges' in-flight counts (upstream/exchange.ts holds them). */
   readonly holds: AdapterHolds;
   view(replica: string): readonly ManagedAdapterView[];
+  /** The adapters it may load (adapters.sources). */
+  sources(): readonly string[];
   setOptions(o: AdaptersConfig): void;
 }
 
@@ -291,6 +293,7 @@ export function createAdapterLoader(deps: AdapterLoaderDeps): AdapterLoader {
       }
       return out;
     },
+    sources: () => Object.keys(o.sources),
     setOptions(next) { o = next; },
   };
 }
