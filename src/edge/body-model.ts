@@ -7,10 +7,13 @@ const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0
 
 /** The index just past the JSON string starting at `i` (a quote), escapes skipped; -1 when it never ends. */
 function stringEnd(b: Buffer, i: number): number {
-  for (let j = i + 1; j < b.length; j++) {
-    const c = b[j];
-    if (c === BACKSLASH) j++;
-    else if (c === QUOTE) return j + 1;
+  // The next quote not escaped: found natively (strings are most of a body), its backslashes counted.
+  let j = b.indexOf(QUOTE, i + 1);
+  while (j >= 0) {
+    let k = j - 1;
+    while (b[k] === BACKSLASH) k--;
+    if ((j - 1 - k) % 2 === 0) return j + 1;
+    j = b.indexOf(QUOTE, j + 1);
   }
   return -1;
 }
