@@ -142,7 +142,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     tracing,
     adapters,
     versions,
-    recorder: createRecorder({ metrics, log, router, sessionTag, turns }),
+    recorder: createRecorder({ metrics, log, router, sessionTag, turns, adapterTopN: (): number => pipeline.config.adapters.metricsTopN }),
     identity: identityOptionsOf(config),
     draining: isDraining,
     exchangeOpened() { open.count++; },

@@ -210,6 +210,11 @@ export const AdaptersSchema = Section({
    * weights for new sessions only.
    */
   versions: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:/-]{1,128}$' }), Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:/-]{1,128}$' }), Type.Number({ minimum: 0 })), { default: {} }),
+  /**
+   * Adapters with a label of their own in the per-adapter metrics: the busiest this many by recent
+   * traffic; the rest are counted as `other`. Bounds the series whatever the fleet serves.
+   */
+  metricsTopN: Type.Integer({ minimum: 0, maximum: 100, default: 10 }),
 });
 
 export const TRACE_PROTOCOLS = ['http/protobuf', 'http/json'] as const;

@@ -114,6 +114,9 @@ class InFlight {
   }
 }
 
+/** The request's adapter note, made when something is first noted in it. */
+const noteOf = (x: InFlight): AdapterNote => (x.adapter ??= { requested: null, loadMs: null, adapter: null, slot: null });
+
 /** How an exchange the edge ended itself (never forwarded) is recorded. */
 const endedAtEdge = (ending: Ended['ending'], status: number, error: WarmrouteError | null): Ended =>
   ({ ending, status, replica: null, reason: null, attempts: 0, usage: null, sse: false, done: false, error, upstreamError: null });
@@ -199,7 +202,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     const parsed = x.parsed!;
     parsed.model = version;
     x.identity = identify(x.json!, parsed, x.req.headers, deps.identity);
-    x.adapter = { requested, loadMs: null };
+    noteOf(x).requested = requested;
     return withModel(body, version) ?? Buffer.from(JSON.stringify(parsed));
   }
 
@@ -225,6 +228,11 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     x.turn = recorder.arrived(identity, x.clock);
     if (decision.drift) recorder.drift(identity, decision.drift);
     if (decision.slotWait) recorder.slotWait(identity, decision.ranked[0].name);
+    if (decision.adapterSlot !== undefined) {
+      const note = noteOf(x);
+      note.adapter = model;
+      note.slot = decision.adapterSlot;
+    }
     // A managed adapter in use on its replica is not unloaded there until this exchange ends.
     if (loader !== undefined && loader.manages(model)) x.owner.holdAdapter(decision.ranked[0].name, model);
     if (loadable === null) return admit(x, () => forwardTo(x, target, body, decision, resumable, streamed));
@@ -234,7 +242,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     const only: Decision = { ...decision, ranked: [chosen] };
     loader!.ensure(chosen, model!).then((change) => {
       if (change !== null) {
-        x.adapter = { requested: x.adapter?.requested ?? null, loadMs: change.ms };
+        noteOf(x).loadMs = change.ms;
         x.trace?.adapterLoaded(change.replica, change.adapter, change.outcome, change.ms, nowMs());
       }
       if (!x.owner.ended) admit(x, () => forwardTo(x, target, body, only, resumable, streamed));

@@ -2,7 +2,9 @@ import type { Logger } from 'pino';
 import type { WarmrouteError } from '../errors.js';
 import type { RequestIdentity } from '../identify/identity.js';
 import type { Drift } from '../routing/drift.js';
+import type { AdapterSlotBelief } from '../routing/adapter-slots.js';
 import type { RouteReason, Router } from '../routing/types.js';
+import { createAdapterLabels } from './adapter-labels.js';
 import type { Usage } from '../stream/usage.js';
 import { hopsOf, overheadOf, replicaTtftOf, ttftOf, type HopClock } from '../telemetry/hop-clock.js';
 import { HOPS, type Metrics } from '../telemetry/metrics.js';
@@ -124,6 +126,10 @@ export interface AdapterNote {
   requested: string | null;
   /** The load on demand this request waited for, ms. */
   loadMs: number | null;
+  /** The adapter the request was routed for (a version's name when one was chosen); null when routing saw no adapter. */
+  adapter: string | null;
+  /** What routing believed it would meet on its replica: its adapter running, a free slot, a wait; null when the replica reports no slots. */
+  slot: AdapterSlotBelief | null;
 }
 
 export interface Recorder {
@@ -148,8 +154,13 @@ export interface Recorder {
  * request and decision counters, token counters, the router's feedback and the one access log
  * line.
  */
-export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router; sessionTag: SessionTagger; turns?: Turns }): Recorder {
+export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router; sessionTag: SessionTagger; turns?: Turns; adapterTopN?: () => number }): Recorder {
   const { metrics: m, log, router, turns } = deps;
+  // Per-adapter series: the busiest adapters.metricsTopN by name, the rest as `other`.
+  const adapterLabels = createAdapterLabels({
+    topN: deps.adapterTopN ?? (() => 10),
+    dropped: (adapter) => { m.adapterRequests.remove({ adapter }); m.adapterTtft.remove({ adapter }); },
+  });
   const sessionTag = rememberedTags(deps.sessionTag);
   // The per-request series go through the metric batch (telemetry/metric-batch.ts): plain numbers
   // per request, folded into prom-client when the registry is read. Each series is bound once and
@@ -218,6 +229,12 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         if (ttft !== null) classTtftBy(priority).observe(ttft / 1000);
       }
       if (e.reason !== null) decisionsBy(e.reason).inc();
+      if (adapter !== null && adapter.adapter !== null && e.replica !== null) {
+        const label = adapterLabels.label(adapter.adapter);
+        m.adapterRequests.inc({ adapter: label });
+        if (ttft !== null) m.adapterTtft.observe({ adapter: label }, ttft / 1000);
+        if (adapter.slot !== null && replicaTtft !== null) m.adapterSlotTtft.observe({ slot: adapter.slot }, replicaTtft / 1000);
+      }
       const u = e.usage;
       if (u && e.replica) {
         if (u.promptTokens !== null) promptBy(replica).inc(u.promptTokens);
