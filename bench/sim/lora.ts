@@ -46,6 +46,8 @@ export interface LoraState {
   /** A sequence of an adapter entered the engine: counted in the info gauge while it lives. */
   track(seq: Seq): void;
   metricsText(): string;
+  /** The adapters running and waiting now (what vllm:lora_requests_info says), for a virtual-time run's scrape. */
+  slots(): { running: ReadonlySet<string>; waiting: ReadonlySet<string> };
   /** Runtime loads and unloads answered, successful or not. */
   readonly calls: { load: number; unload: number };
   /** POST /v1/load_lora_adapter and /v1/unload_lora_adapter; false when the path is not one of them. */
@@ -104,6 +106,10 @@ export function createLoraState(k: LoraKnobs): LoraState {
       return inBatch.has(seq.lora) || inBatch.size < k.maxLoras;
     },
     track: (seq) => void live.add(seq),
+    slots() {
+      const set = (s: string) => new Set(s === '' ? [] : s.split(','));
+      return { waiting: set(names('waiting')), running: set(names('running')) };
+    },
     metricsText() {
       if (k.maxLoras <= 0) return '';
       const waiting = names('waiting');
