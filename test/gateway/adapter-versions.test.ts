@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
+import { SpanKind } from '@opentelemetry/api';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
+import { waitFor } from '../helpers/wait.js';
 import { startReplica, type SimReplica } from '../../bench/sim/index.js';
 import { resolveConfig } from '../../src/config/load.js';
 import { FAST } from '../sim/helpers.js';
@@ -107,6 +110,40 @@ describe('a session’s version shared by gateways through Redis', () => {
       await g2.close();
       await r.close();
       await redis.kill();
+    }
+  });
+});
+
+describe('adapters in the trace', () => {
+  it('the version chosen and the load waited for are on the request’s SERVER span', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'warmroute-trace-adapters-'));
+    const r = await startReplica({ ...FAST, name: 'r1', model: BASE, maxLoras: 2, runtimeLoraUpdating: true, loraLoadMs: 20 });
+    const mem = new InMemorySpanExporter();
+    const g = await startGateway([], {
+      upstreams: [{ name: 'r1', url: r.url }], health: { statsIntervalMs: 50 },
+      adapters: { sources: { 'agent-v5': dir }, versions: { agent: { 'agent-v5': 1 } } },
+      tracing: { tracesEndpoint: 'http://127.0.0.1:9/v1/traces', batch: { scheduledDelayMs: 5 } },
+    }, { env: {}, traceExporter: mem });
+    try {
+      await waitFor('slots scraped', async () => ((await (await request(`${g.adminUrl}/admin/replicas`)).body.json()) as any).replicas[0].lora !== null, 5_000);
+      const res = await turn(g, 'traced', 1);
+      assert.equal(res.status, 200, JSON.stringify(res.json));
+      assert.equal(res.version, 'agent-v5');
+      await waitFor('the SERVER span', () => mem.getFinishedSpans().some((s) => s.kind === SpanKind.SERVER && s.attributes['warmroute.adapter.version'] !== undefined), 10_000);
+      const span = mem.getFinishedSpans().find((s) => s.kind === SpanKind.SERVER && s.attributes['warmroute.adapter.version'] !== undefined)!;
+      assert.equal(span.attributes['warmroute.adapter.version'], 'agent-v5');
+      assert.equal(span.attributes['gen_ai.request.model'], 'agent');
+      const load = span.events.find((e) => e.name === 'warmroute.adapter.load');
+      assert.ok(load, 'the load it waited for is an event');
+      assert.equal(load.attributes?.['warmroute.adapter'], 'agent-v5');
+      assert.equal(load.attributes?.['warmroute.adapter.outcome'], 'loaded');
+    } finally {
+      await g.close();
+      await r.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
