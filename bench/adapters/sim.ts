@@ -7,7 +7,8 @@
 // traffic in advance (each adapter on as few replicas as its load needs, at most max-loras
 // adapters a replica, the busiest spread first). Per strategy: TTFT p50/p90 (virtual ms) and
 // the p90's ratio to the oracle's, the prefix hit rate against the ideal (bench/voice/ideal.ts),
-// the busiest replica's requests against the mean. Writes bench/out/adapters-sim.json.
+// the busiest replica's requests against the mean, and how many adapters each replica served.
+// Writes bench/out/adapters-sim.json.
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -94,18 +95,24 @@ for (const seed of (a.seeds ?? '1,2').split(',').map(Number)) {
     });
     const ttft = run.records.map((r) => r.ttftMs ?? Infinity).sort((x, y) => x - y);
     const perReplica = new Map<string, number>();
-    for (const r of run.records) perReplica.set(r.replica, (perReplica.get(r.replica) ?? 0) + 1);
+    const mix = new Map<string, Set<number>>();
+    for (const r of run.records) {
+      perReplica.set(r.replica, (perReplica.get(r.replica) ?? 0) + 1);
+      if (!mix.has(r.replica)) mix.set(r.replica, new Set());
+      mix.get(r.replica)!.add(workload.sessions[r.session].group);
+    }
+    const adaptersPerReplica = [...mix.keys()].sort().map((k) => mix.get(k)!.size);
     const loads = [...Array(R).keys()].map((i) => perReplica.get(`sim-${i}`) ?? perReplica.get([...perReplica.keys()][i]) ?? 0);
     const mean = run.records.length / R;
     const hit = run.hits / Math.max(1, run.queries);
     const ideal = idealHits(run.sent).hitRate;
-    return { seed, strategy, requests: run.records.length, errors: run.records.filter((r) => !r.ok).length, p50: pct(ttft, 0.5), p90: pct(ttft, 0.9), hit, ideal, maxOverMean: Math.max(...perReplica.values()) / mean, truncated: run.truncated, wallMs: Math.round(performance.now() - t0), loads };
+    return { seed, strategy, requests: run.records.length, errors: run.records.filter((r) => !r.ok).length, p50: pct(ttft, 0.5), p90: pct(ttft, 0.9), hit, ideal, maxOverMean: Math.max(...perReplica.values()) / mean, truncated: run.truncated, wallMs: Math.round(performance.now() - t0), loads, adaptersPerReplica };
   });
   const oracle = rows.find((r) => r.strategy === 'oracle');
-  console.log(`\nseed ${seed}\n| strategy | TTFT p50 | TTFT p90 | p90 / oracle | hit rate | of ideal | busiest replica / mean | errors |\n|---|---:|---:|---:|---:|---:|---:|---:|`);
+  console.log(`\nseed ${seed}\n| strategy | TTFT p50 | TTFT p90 | p90 / oracle | hit rate | of ideal | busiest replica / mean | errors | adapters served per replica |\n|---|---:|---:|---:|---:|---:|---:|---:|---|`);
   for (const r of rows) {
     const name = r.strategy === 'affinity' ? 'warmroute' : r.strategy === 'oracle' ? 'adapter-grouping oracle' : r.strategy;
-    console.log(`| ${name} | ${r.p50.toFixed(0)} ms | ${r.p90.toFixed(0)} ms | ${oracle ? (r.p90 / oracle.p90).toFixed(2) : '—'}× | ${(r.hit * 100).toFixed(1)}% | ${((r.hit / r.ideal) * 100).toFixed(1)}% | ${r.maxOverMean.toFixed(2)} | ${r.errors} |`);
+    console.log(`| ${name} | ${r.p50.toFixed(0)} ms | ${r.p90.toFixed(0)} ms | ${oracle ? (r.p90 / oracle.p90).toFixed(2) : '—'}× | ${(r.hit * 100).toFixed(1)}% | ${((r.hit / r.ideal) * 100).toFixed(1)}% | ${r.maxOverMean.toFixed(2)} | ${r.errors} | ${r.adaptersPerReplica.join(' ')} |`);
     out.push({ ...r, p90OverOracle: oracle ? r.p90 / oracle.p90 : null });
   }
 }
