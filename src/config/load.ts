@@ -3,7 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { withDefaults } from './defaults.js';
 import { SERVE_FLAGS, type FlagSpec } from './flags.js';
 import { nearestName } from './nearest.js';
-import { ConfigSchema, type AdaptersConfig, type ResolvedConfig, type RoutingOptions, type UpstreamConfig } from './schema.js';
+import { ConfigSchema, VLLM_OPERATOR_PATHS, type AdaptersConfig, type ResolvedConfig, type RoutingOptions, type UpstreamConfig } from './schema.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -179,6 +179,9 @@ export function resolveConfig(raw: Raw): ResolvedConfig {
     if (u.url.startsWith('dns:') && u.tls) problems.push(`/upstreams/${i}/tls: not supported on a dns:// upstream (its replicas are reached over http)`);
   }
   problems.push(...adapterProblems(value.adapters));
+  for (const [i, p] of value.routes.extraPaths.entries()) {
+    if (VLLM_OPERATOR_PATHS.includes(p)) problems.push(`/routes/extraPaths/${i}: ${p} is vLLM's operator route, never forwarded for a client (the gateway loads adapters itself: adapters.sources)`);
+  }
   if (problems.length) throw new ConfigError(problems);
   return deepFreeze({ ...value, upstreams });
 }

@@ -161,6 +161,9 @@ export const RoutingOptionsSchema = Section({
   sessionHashKeyless: Type.Union([Type.Literal('round-robin'), Type.Literal('first-turn')], { default: 'round-robin' }),
 });
 
+/** vLLM's operator routes: never forwarded for a client, whatever routes.extraPaths says. */
+export const VLLM_OPERATOR_PATHS: readonly string[] = ['/v1/load_lora_adapter', '/v1/unload_lora_adapter'];
+
 export const LOST_STATE_ACTIONS = ['error', 'forward'] as const;
 
 /** The Responses API's stored responses (src/routing/stored-responses.ts). */
@@ -254,7 +257,9 @@ export const ConfigSchema = Type.Object({
     /**
      * More /v1/* paths forwarded as they are, besides the chat, completions, responses, Anthropic
      * messages and models routes and the built-in list (embeddings, audio transcriptions/translations,
-     * score, rerank): exact paths, or prefixes ending in `/*`. Any other path is a 404.
+     * score, rerank): exact paths, or prefixes ending in `/*`. Any other path is a 404. vLLM's
+     * operator routes (/v1/load_lora_adapter, /v1/unload_lora_adapter) are never forwarded: the
+     * gateway loads adapters itself (adapters.sources).
      */
     extraPaths: Type.Array(Type.String({ pattern: '^/v1/[A-Za-z0-9._~/-]*\\*?$' }), { default: [] }),
   }),
