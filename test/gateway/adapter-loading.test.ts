@@ -159,6 +159,21 @@ describe('adapters loaded on demand: bounds and failures', () => {
     assert.equal(res.json.error.code, 'adapter_load_failed');
     assert.match(res.json.error.message, /no answer within 100 ms/);
     assert.equal(counter(await metricsText(g), 'warmroute_adapter_loads_total', 'outcome="timeout"'), 1);
+    // The failed request's hold is back.
+    assert.ok(((await replicasView(g))[0].managedAdapters as any[]).every((m) => m.inflight === 0));
+  });
+
+  it('a client that leaves while its adapter loads gives its hold back; the load goes on for the next', async () => {
+    const { r, g } = await fleet({ loraLoadMs: 600 }, { sources: { later: path('later') } });
+    await scraped(g);
+    await assert.rejects(request(`${g.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(100),
+      body: JSON.stringify({ model: 'later', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] }),
+    }).then((res) => res.body.text()));
+    await waitFor('the load done', async () => (await replicasView(g))[0].adapters.later !== undefined, 5_000);
+    assert.deepEqual(((await replicasView(g))[0].managedAdapters as any[]).map((m) => [m.adapter, m.inflight]), [['later', 0]]);
+    assert.equal((await chat(g, 'later')).status, 200);
+    assert.equal(r.loraCalls().load, 1);
   });
 
   it('an adapter no replica can load (none has LoRA enabled) is a 503 adapter_unavailable', async () => {
