@@ -56,6 +56,8 @@ export const errors = {
   upstreamUnavailable: define('UPSTREAM_UNAVAILABLE', { status: 502, type: 'server_error', code: 'upstream_unavailable', message: 'Replica %s failed before responding: %s' }),
   upstreamTimeout: define('UPSTREAM_TIMEOUT', { status: 504, type: 'server_error', code: 'upstream_timeout', message: 'Replica %s did not respond within %d ms' }),
   upstreamStream: define('UPSTREAM_STREAM', { status: 502, type: 'server_error', code: 'upstream_stream_error', message: 'Replica %s failed mid-stream: %s' }),
+  adapterLoadFailed: define('ADAPTER_LOAD_FAILED', { status: 502, type: 'server_error', code: 'adapter_load_failed', message: 'Replica %s could not load adapter `%s`: %s' }),
+  adapterUnavailable: define('ADAPTER_UNAVAILABLE', { status: 503, type: 'server_error', code: 'adapter_unavailable', message: 'No replica can load adapter `%s`: %s' }),
   responseStateLost: define('RESPONSE_STATE_LOST', { status: 409, type: 'invalid_request_error', code: 'response_state_lost', message: 'The stored response this request continues was held by replica %s, which %s: vLLM keeps stored responses in the memory of the replica that produced them, so no other replica can continue it. Start a new conversation, or resend the history with store: false' }),
   clientStalled: define('CLIENT_STALLED', { status: 408, type: 'invalid_request_error', code: 'client_stalled', message: 'The client read nothing of its response for %d ms (timeouts.clientStallMs)' }),
   shuttingDown: define('SHUTTING_DOWN', { status: 503, type: 'server_error', code: 'shutting_down', message: 'The gateway is shutting down' }),

@@ -13,6 +13,7 @@ import { createKeyring } from './edge/api-keys.js';
 import { createPipeline } from './edge/pipeline.js';
 import type { AddressResolver } from './fleet/discovery.js';
 import { createFleet, type Fleet } from './fleet/fleet.js';
+import { createAdapterLoader } from './fleet/adapter-loader.js';
 import type { Health } from './fleet/health.js';
 import { createRegistry, type Registry } from './fleet/registry.js';
 import { identityOptionsOf } from './identify/identity.js';
@@ -21,6 +22,7 @@ import { createLimiter } from './queue/limiter.js';
 import { createRecorder } from './record/record.js';
 import { createTurns } from './record/turns.js';
 import { createRouter } from './routing/router.js';
+import { createAdapterVersions } from './routing/adapter-versions.js';
 import { ROUTE_REASONS, type Router } from './routing/types.js';
 import { createMemorySessionStore } from './store/memory.js';
 import { createRedisSessionStore } from './store/redis.js';
@@ -101,6 +103,12 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const responseStore = deps.responseStore ?? (config.redis.url
     ? createRedisSessionStore({ url: config.redis.url, store: 'responses', keyPrefix: `${config.redis.keyPrefix}resp:`, maxSessions: rc.maxRecords, ttlMs: rc.recordTtlMs, metrics, log })
     : createMemorySessionStore({ maxSessions: rc.maxRecords, ttlMs: rc.recordTtlMs }));
+  // A session's adapter version of each rolled-out client model (adapters.versions), shared like
+  // the pins under its own prefix; a Redis connection of its own only when versions are configured at start.
+  const versionStore = config.redis.url && Object.keys(config.adapters.versions).length > 0
+    ? createRedisSessionStore({ url: config.redis.url, store: 'versions', keyPrefix: `${config.redis.keyPrefix}ver:`, maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs, metrics, log })
+    : createMemorySessionStore({ maxSessions: config.routing.maxSessions, ttlMs: config.routing.sessionTtlMs });
+  const versions = createAdapterVersions({ store: versionStore, versions: config.adapters.versions, fetchMs: rc.fetchMs });
   // A local store is always there; a shared one reports its own connection.
   if (!config.redis.url) for (const s of ['sessions', 'responses']) metrics.storeUp.set({ store: s }, 1);
   const onStateLost = stateLostObserver(metrics, log, rc.onLostState);
@@ -112,6 +120,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const admission = createAdmission(admissionLimitsOf(config), (replica) => metrics.batchPrefillWaits.inc({ replica }));
   const fleet = createFleet({ config, registry, router, store, agent, metrics, log, resolver: deps.resolver, forgetAdmission: admission.forget });
   const { health } = fleet;
+  const adapters = createAdapterLoader({ registry, agent, metrics, log, options: config.adapters, readModels: (r) => health.readModels(r) });
 
   let draining = false;
   const isDraining = () => draining;
@@ -131,7 +140,9 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     agent, admission, health, metrics, config, registry, router, log,
     byName: registry.byName,
     tracing,
-    recorder: createRecorder({ metrics, log, router, sessionTag, turns }),
+    adapters,
+    versions,
+    recorder: createRecorder({ metrics, log, router, sessionTag, turns, adapterTopN: (): number => pipeline.config.adapters.metricsTopN }),
     identity: identityOptionsOf(config),
     draining: isDraining,
     exchangeOpened() { open.count++; },
@@ -163,6 +174,8 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       (c) => globalLimit.configure(globalLimitOf(c)),
       (c) => turns.setOptions(c.turns),
       (c) => fleet.reconfigure(c),
+      (c) => adapters.setOptions(c.adapters),
+      (c) => versions.setVersions(c.adapters.versions),
       (c) => {
         pipeline.config = c;
         pipeline.identity = identityOptionsOf(c);
@@ -170,7 +183,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       },
     ],
   });
-  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, loopbackListener: isLoopbackHost(config.admin.host), drains, turns, sessionByTag: createSessionLookup({ store, tag: sessionTag }) });
+  const admin = buildAdmin({ registry, router, metrics, draining: isDraining, beforeScrape, token: config.admin.token, loopbackListener: isLoopbackHost(config.admin.host), drains, turns, sessionByTag: createSessionLookup({ store, tag: sessionTag }), managedAdapters: adapters.view });
 
   for (const w of performanceWarnings(config)) log.warn({ setting: true }, w);
   // A secret drawn at start only breaks something where gateways share sessions (Redis): there the
@@ -189,7 +202,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     draining: isDraining,
     reconfigure,
     async listen() {
-      await Promise.all([store, responseStore].map((s) => (s.ready ? waitReady(s.ready(), log) : undefined)));
+      await Promise.all([store, responseStore, versionStore].map((s) => (s.ready ? waitReady(s.ready(), log) : undefined)));
       await fleet.init();
       fleet.start();
       await new Promise<void>((resolve, reject) => {
@@ -230,7 +243,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       await closed;
       await admin.close();
       await agent.close().catch(() => agent.destroy());
-      await Promise.all([store.close(), responseStore.close(), shared?.close()]);
+      await Promise.all([store.close(), responseStore.close(), versionStore.close(), shared?.close()]);
       keyring.close();
       turns.close();
       // Spans still queued are sent (bounded by the exporter's timeout); a collector that is down only costs that wait.

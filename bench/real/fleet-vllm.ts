@@ -1,4 +1,5 @@
-// `npm run fleet:vllm -- [--replicas N] [--nice N] [--stop] [--restart I]`: a fleet of real vLLM (CPU) replicas
+// `npm run fleet:vllm -- [--replicas N] [--nice N] [--stop] [--restart I] [--lora N [--max-loras M] [--max-cpu-loras C] [--lora-preload P]]`:
+// a fleet of real vLLM (CPU) replicas
 // serving a tiny local model, left running after this script exits, described in
 // ~/.cache/warmroute/fleet/vllm.json for the gateway's real-server tests and benchmarks.
 
@@ -9,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort, setGroupNice } from '../lib/procs.js';
 import {
-  MODEL_DIR, SERVED_MODEL, STATE_FILE, VENV_PYTHON, healthy, startReplicaProcess, stopReplicaProcess, waitHealthy,
-  type ReplicaState,
+  CACHE_DIR, MODEL_DIR, SERVED_MODEL, STATE_FILE, VENV_PYTHON, healthy, startReplicaProcess, stopReplicaProcess, waitHealthy,
+  type ReplicaState, type ServeOptions,
 } from './vllm-replica.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -23,6 +24,42 @@ export interface FleetState {
   startupMs: number[];
   /** The replicas' CPU priority (see REPLICA_NICE); absent in a state written before it was set. */
   nice?: number;
+  /** LoRA on (`--lora N`): the adapters made for the tiny model and how the replicas serve them; absent: off. */
+  lora?: LoraFleet;
+}
+
+/** A fleet started with `--lora N`. */
+export interface LoraFleet {
+  /** Every adapter made (lora-0 ... lora-{N-1}) → its directory on this host, as vLLM's lora_path. */
+  adapters: Record<string, string>;
+  /** Those given to every replica at start (--lora-modules); the rest can be loaded at run time. */
+  preloaded: string[];
+  maxLoras: number;
+  maxCpuLoras: number;
+}
+
+export interface LoraOptions { count: number; maxLoras: number; maxCpuLoras: number; preload: number }
+
+export const ADAPTERS_DIR = join(CACHE_DIR, 'adapters', 'tiny-llama');
+
+/** The adapters a `--lora` fleet serves, with their paths, before they are made. */
+export function loraFleetOf(o: LoraOptions): LoraFleet {
+  const adapters: Record<string, string> = {};
+  for (let i = 0; i < o.count; i++) adapters[`lora-${i}`] = join(ADAPTERS_DIR, `lora-${i}`);
+  return { adapters, preloaded: Object.keys(adapters).slice(0, o.preload), maxLoras: o.maxLoras, maxCpuLoras: o.maxCpuLoras };
+}
+
+/**
+ * The flags and environment of a LoRA replica: --enable-lora with its slots, rank 8 (the
+ * adapters'), the preloaded adapters, and runtime load and unload allowed (what the gateway's
+ * on-demand loading calls).
+ */
+export function loraServeOptions(l: LoraFleet): ServeOptions {
+  const modules = l.preloaded.map((name) => `${name}=${l.adapters[name]}`);
+  return {
+    extraArgs: ['--enable-lora', '--max-loras', String(l.maxLoras), '--max-lora-rank', '8', '--max-cpu-loras', String(l.maxCpuLoras), ...(modules.length > 0 ? ['--lora-modules', ...modules] : [])],
+    extraEnv: { VLLM_ALLOW_RUNTIME_LORA_UPDATING: '1' },
+  };
 }
 
 /**
@@ -53,10 +90,12 @@ function run(cmd: string, args: string[]): void {
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited with ${r.status}`);
 }
 
-/** Installs vLLM and makes the model, each only once. */
-export function prepare(): void {
-  run('bash', [join(HERE, 'install-vllm.sh')]);
+/** Installs vLLM and makes the model (and with LoRA, peft and the adapters), each only once. */
+export function prepare(lora?: LoraFleet): void {
+  const r = spawnSync('bash', [join(HERE, 'install-vllm.sh')], { stdio: 'inherit', env: { ...process.env, ...(lora ? { WARMROUTE_LORA: '1' } : {}) } });
+  if (r.status !== 0) throw new Error(`install-vllm.sh exited with ${r.status}`);
   if (!existsSync(join(MODEL_DIR, 'config.json'))) run(VENV_PYTHON, [join(HERE, 'make-model.py'), '--out', MODEL_DIR]);
+  if (lora) run(VENV_PYTHON, [join(HERE, 'make-adapters.py'), '--model', MODEL_DIR, '--out', ADAPTERS_DIR, '--count', String(Object.keys(lora.adapters).length)]);
 }
 
 async function allHealthy(s: FleetState): Promise<boolean> {
@@ -76,9 +115,11 @@ export async function stopFleet(): Promise<number> {
  * Starts `count` replicas (in parallel) unless a healthy fleet of that size already runs. `nice`:
  * set it (on a running fleet too); absent, a running fleet keeps its own and a new one gets REPLICA_NICE.
  */
-export async function ensureFleet(count: number, nice?: number): Promise<FleetState> {
+export async function ensureFleet(count: number, nice?: number, lora?: LoraFleet): Promise<FleetState> {
   const running = readState();
-  if (running && running.replicas.length === count && await allHealthy(running)) {
+  // A fleet of other LoRA settings (or none, when some are asked for) is started again.
+  const sameLora = lora === undefined || JSON.stringify(running?.lora ?? null) === JSON.stringify(lora);
+  if (running && running.replicas.length === count && sameLora && await allHealthy(running)) {
     if (nice === undefined) return running;
     applyNice(running.replicas, nice);
     if (running.nice !== nice) writeState({ ...running, nice });
@@ -86,11 +127,12 @@ export async function ensureFleet(count: number, nice?: number): Promise<FleetSt
   }
   nice ??= REPLICA_NICE;
   if (running) await stopFleet();
-  prepare();
+  prepare(lora);
+  const serve = lora ? loraServeOptions(lora) : {};
   const t0 = Date.now();
   const replicas: ReplicaState[] = [];
   for (let i = 0; i < count; i++) {
-    replicas.push(startReplicaProcess({ index: i, port: await freePort(), kvEvents: { pub: await freePort(), replay: await freePort() } }));
+    replicas.push(startReplicaProcess({ index: i, port: await freePort(), kvEvents: { pub: await freePort(), replay: await freePort() } }, serve));
   }
   // Before the engine processes are forked: they inherit it.
   applyNice(replicas, nice);
@@ -101,7 +143,7 @@ export async function ensureFleet(count: number, nice?: number): Promise<FleetSt
     for (let i = 0; i < count; i++) await stopReplicaProcess(i);
     throw e;
   }
-  const state: FleetState = { kind: 'vllm', model: SERVED_MODEL, replicas, startedAt: new Date(t0).toISOString(), startupMs, nice };
+  const state: FleetState = { kind: 'vllm', model: SERVED_MODEL, replicas, startedAt: new Date(t0).toISOString(), startupMs, nice, ...(lora ? { lora } : {}) };
   writeState(state);
   return state;
 }
@@ -113,7 +155,7 @@ export async function restartReplica(i: number): Promise<ReplicaState> {
   const old = s.replicas[i];
   await stopReplicaProcess(i);
   const ports = (e: string) => Number(e.slice(e.lastIndexOf(':') + 1));
-  const r = startReplicaProcess({ index: i, port: old.port, kvEvents: { pub: ports(old.kvEvents!.endpoint), replay: ports(old.kvEvents!.replayEndpoint) } });
+  const r = startReplicaProcess({ index: i, port: old.port, kvEvents: { pub: ports(old.kvEvents!.endpoint), replay: ports(old.kvEvents!.replayEndpoint) } }, s.lora ? loraServeOptions(s.lora) : {});
   applyNice([r], s.nice ?? REPLICA_NICE);
   await waitHealthy(r);
   s.replicas[i] = r;
@@ -122,7 +164,10 @@ export async function restartReplica(i: number): Promise<ReplicaState> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { replicas: { type: 'string', default: '2' }, nice: { type: 'string' }, stop: { type: 'boolean' }, restart: { type: 'string' } } });
+  const { values } = parseArgs({ options: {
+    replicas: { type: 'string', default: '2' }, nice: { type: 'string' }, stop: { type: 'boolean' }, restart: { type: 'string' },
+    lora: { type: 'string' }, 'max-loras': { type: 'string', default: '2' }, 'max-cpu-loras': { type: 'string' }, 'lora-preload': { type: 'string' },
+  } });
   if (values.stop) {
     console.log(`stopped ${await stopFleet()} replica process group(s)`);
     return;
@@ -136,11 +181,25 @@ async function main(): Promise<void> {
   if (!Number.isInteger(count) || count < 1) throw new Error('--replicas must be a positive integer');
   const nice = values.nice === undefined ? undefined : Number(values.nice);
   if (nice !== undefined && (!Number.isInteger(nice) || nice < -20 || nice > 19)) throw new Error('--nice must be an integer from -20 to 19');
+  let lora: LoraFleet | undefined;
+  if (values.lora !== undefined) {
+    const n = Number(values.lora);
+    const maxLoras = Number(values['max-loras']);
+    // vLLM wants --max-cpu-loras ≥ --max-loras; by default every adapter stays on the host.
+    const maxCpuLoras = Number(values['max-cpu-loras'] ?? Math.max(maxLoras, n));
+    const preload = Number(values['lora-preload'] ?? Math.min(n, maxLoras));
+    if (!Number.isInteger(n) || n < 1) throw new Error('--lora must be a positive integer (adapters to make)');
+    if (!Number.isInteger(maxLoras) || maxLoras < 1) throw new Error('--max-loras must be a positive integer');
+    if (!Number.isInteger(maxCpuLoras) || maxCpuLoras < maxLoras) throw new Error('--max-cpu-loras must be an integer ≥ --max-loras');
+    if (!Number.isInteger(preload) || preload < 0 || preload > n) throw new Error('--lora-preload must be an integer from 0 to --lora');
+    lora = loraFleetOf({ count: n, maxLoras, maxCpuLoras, preload });
+  }
   const t0 = Date.now();
-  const s = await ensureFleet(count, nice);
+  const s = await ensureFleet(count, nice, lora);
   const fresh = Date.now() - t0 > 5_000;
   for (const r of s.replicas) console.log(`${r.name} ${r.url} kv-events ${r.kvEvents?.endpoint} replay ${r.kvEvents?.replayEndpoint} pid ${r.pid}`);
   console.log(fresh ? `started ${count} replica(s); healthy after ${s.startupMs.map((m) => `${(m / 1000).toFixed(1)} s`).join(', ')}` : `already running (started ${s.startedAt})`);
+  if (s.lora) console.log(`LoRA: ${Object.keys(s.lora.adapters).length} adapters in ${ADAPTERS_DIR}, --max-loras ${s.lora.maxLoras}, --max-cpu-loras ${s.lora.maxCpuLoras}, preloaded ${s.lora.preloaded.join(', ') || 'none'}`);
   console.log(`replicas at nice ${s.nice ?? '(not set by this script)'}; state: ${STATE_FILE}`);
 }
 

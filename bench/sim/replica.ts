@@ -57,6 +57,8 @@ export interface SimReplica {
   kvEvents: SimKvPublisher | null;
   /** Its realtime transcription endpoint (`/v1/realtime`): open connections, utterances done. */
   realtime: Pick<Realtime, 'open' | 'done'>;
+  /** Runtime LoRA loads and unloads it answered. */
+  loraCalls(): { load: number; unload: number };
   close(): Promise<void>;
 }
 
@@ -222,6 +224,7 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
     url: `http://${cfg.host.includes(':') ? `[${cfg.host}]` : cfg.host}:${port}`,
     port,
     config: Object.freeze({ ...cfg }),
+    loraCalls: () => ({ ...lora.calls }),
     fault(f) {
       if (f.kind === 'crash') return crash(f);
       if (f.kind === 'recover') return recover();

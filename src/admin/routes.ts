@@ -21,6 +21,8 @@ export interface AdminDeps {
    * localhost): then nobody off this host can reach it, and changes need no token.
    */
   readonly loopbackListener?: boolean;
+  /** The LoRA adapters the gateway manages on a replica (fleet/adapter-loader.ts): loaded, loading, in flight. */
+  readonly managedAdapters?: (replica: string) => readonly unknown[];
   /** Drain with warm handoff (fleet/drain.ts); the routes answer 404 without it. */
   /** Caller turns per session (record/turns.ts): the session view shows its last ones. */
   readonly turns?: Pick<Turns, 'lastTurns' | 'forget'>;
@@ -168,6 +170,8 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
         adapters: Object.fromEntries(r.adapters),
         // LoRA slots as last scraped (vllm:lora_requests_info); null when the replica reports none.
         lora: r.lora === null ? null : { maxLoras: r.lora.maxLoras, running: [...r.lora.running], waiting: [...r.lora.waiting], free: Math.max(0, r.lora.maxLoras - r.lora.running.size) },
+        // Adapters of adapters.sources there or on their way: loaded, loading, unloading, in flight, last used.
+        managedAdapters: deps.managedAdapters?.(r.name) ?? [],
         // The fleet configuration audit: what the replica reports, and where it differs from the rest.
         config: r.config,
         configMismatch: r.configMismatch,

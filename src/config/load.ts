@@ -3,7 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { withDefaults } from './defaults.js';
 import { SERVE_FLAGS, type FlagSpec } from './flags.js';
 import { nearestName } from './nearest.js';
-import { ConfigSchema, type ResolvedConfig, type RoutingOptions, type UpstreamConfig } from './schema.js';
+import { ConfigSchema, VLLM_OPERATOR_PATHS, type AdaptersConfig, type ResolvedConfig, type RoutingOptions, type UpstreamConfig } from './schema.js';
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -178,8 +178,23 @@ export function resolveConfig(raw: Raw): ResolvedConfig {
     // A DNS name's members are reached over plain http (discovery/memberOf): TLS settings would be ignored.
     if (u.url.startsWith('dns:') && u.tls) problems.push(`/upstreams/${i}/tls: not supported on a dns:// upstream (its replicas are reached over http)`);
   }
+  problems.push(...adapterProblems(value.adapters));
+  for (const [i, p] of value.routes.extraPaths.entries()) {
+    if (VLLM_OPERATOR_PATHS.includes(p)) problems.push(`/routes/extraPaths/${i}: ${p} is vLLM's operator route, never forwarded for a client (the gateway loads adapters itself: adapters.sources)`);
+  }
   if (problems.length) throw new ConfigError(problems);
   return deepFreeze({ ...value, upstreams });
+}
+
+/** A version rollout must name versions with some weight, and no client name may be one of its own versions. */
+export function adapterProblems(a: AdaptersConfig, at = '/adapters/versions'): string[] {
+  const out: string[] = [];
+  for (const [name, versions] of Object.entries(a.versions)) {
+    const weights = Object.values(versions);
+    if (weights.length === 0 || !weights.some((w) => w > 0)) out.push(`${at}/${name}: needs at least one version with a weight above 0`);
+    if (name in versions) out.push(`${at}/${name}: a client model name cannot be one of its own versions`);
+  }
+  return out;
 }
 
 /** Settings that cost latency or visibility; each is logged at warn on start. */

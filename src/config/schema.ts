@@ -161,6 +161,9 @@ export const RoutingOptionsSchema = Section({
   sessionHashKeyless: Type.Union([Type.Literal('round-robin'), Type.Literal('first-turn')], { default: 'round-robin' }),
 });
 
+/** vLLM's operator routes: never forwarded for a client, whatever routes.extraPaths says. */
+export const VLLM_OPERATOR_PATHS: readonly string[] = ['/v1/load_lora_adapter', '/v1/unload_lora_adapter'];
+
 export const LOST_STATE_ACTIONS = ['error', 'forward'] as const;
 
 /** The Responses API's stored responses (src/routing/stored-responses.ts). */
@@ -186,6 +189,35 @@ export const ResponsesSchema = Section({
    * neither is `unknown`. The local case does not wait at all.
    */
   fetchMs: Ms(250),
+});
+
+/** LoRA adapters the gateway manages (docs/adapters.md): loaded on demand, versions rolled out per session. */
+export const AdaptersSchema = Section({
+  /**
+   * Adapters the gateway may load on a replica when a request names one that no healthy replica
+   * has loaded: name → its path as the replicas see it (vLLM's `lora_path`). The replicas need
+   * VLLM_ALLOW_RUNTIME_LORA_UPDATING=1. Empty: the gateway never loads or unloads an adapter.
+   */
+  sources: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:/-]{1,128}$' }), Type.String({ minLength: 1 }), { default: {} }),
+  /**
+   * Most adapters a replica holds (its /v1/models adapters); before a load past it, the least
+   * recently used one of `sources` with nothing in flight is unloaded. 0: no bound.
+   */
+  maxLoadedPerReplica: Type.Integer({ minimum: 0, default: 0 }),
+  /** Longest wait for a replica to load (or unload) an adapter; past it the waiting requests get a 502. */
+  loadTimeoutMs: Ms(30_000),
+  /**
+   * Client model name → adapter versions and their weights, e.g. `support-agent: {support-agent-v3: 90,
+   * support-agent-v4: 10}`. A session (its key) is given one version at its first request and keeps it
+   * for every turn; a request without a session key is split by weight. A reload changes the
+   * weights for new sessions only.
+   */
+  versions: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:/-]{1,128}$' }), Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:/-]{1,128}$' }), Type.Number({ minimum: 0 })), { default: {} }),
+  /**
+   * Adapters with a label of their own in the per-adapter metrics: the busiest this many by recent
+   * traffic; the rest are counted as `other`. Bounds the series whatever the fleet serves.
+   */
+  metricsTopN: Type.Integer({ minimum: 0, maximum: 100, default: 10 }),
 });
 
 export const TRACE_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
@@ -225,7 +257,9 @@ export const ConfigSchema = Type.Object({
     /**
      * More /v1/* paths forwarded as they are, besides the chat, completions, responses, Anthropic
      * messages and models routes and the built-in list (embeddings, audio transcriptions/translations,
-     * score, rerank): exact paths, or prefixes ending in `/*`. Any other path is a 404.
+     * score, rerank): exact paths, or prefixes ending in `/*`. Any other path is a 404. vLLM's
+     * operator routes (/v1/load_lora_adapter, /v1/unload_lora_adapter) are never forwarded: the
+     * gateway loads adapters itself (adapters.sources).
      */
     extraPaths: Type.Array(Type.String({ pattern: '^/v1/[A-Za-z0-9._~/-]*\\*?$' }), { default: [] }),
   }),
@@ -470,6 +504,7 @@ export const ConfigSchema = Type.Object({
     /** Most bytes of the partial answer's stream kept to resume it; a longer one is not resumed. */
     maxBytes: Type.Integer({ minimum: 1024, default: 256 * 1024 }),
   }),
+  adapters: AdaptersSchema,
   redis: Section({
     /**
      * Session pins, and stored-response records under `<keyPrefix>resp:`.
@@ -515,6 +550,7 @@ export type UpstreamConfig = Static<typeof UpstreamSchema> & { name: string };
 export type ResolvedConfig = Omit<Config, 'upstreams'> & { upstreams: UpstreamConfig[] };
 export type RoutingOptions = Static<typeof RoutingOptionsSchema>;
 export type ResponsesConfig = Static<typeof ResponsesSchema>;
+export type AdaptersConfig = Static<typeof AdaptersSchema>;
 export type LostStateAction = (typeof LOST_STATE_ACTIONS)[number];
 export type IdentityConfig = Static<typeof IdentitySchema>;
 export type SessionKeySourceConfig = Static<typeof SessionKeySourceSchema>;

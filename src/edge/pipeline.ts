@@ -6,7 +6,8 @@ import { errors, toWarmrouteError, writeError, type ErrorShape, type WarmrouteEr
 import type { Registry } from '../fleet/registry.js';
 import { identify, identityWithoutBody, validateBody, type IdentityOptions, type RequestIdentity, type RequestKind } from '../identify/identity.js';
 import { Shed, type Limiter } from '../queue/limiter.js';
-import type { Ended, Recorder } from '../record/record.js';
+import type { AdapterNote, Ended, Recorder } from '../record/record.js';
+import type { AdapterLoader } from '../fleet/adapter-loader.js';
 import type { TurnCall } from '../record/turns.js';
 import type { Decision, Router } from '../routing/types.js';
 import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
@@ -21,6 +22,8 @@ import { modelsBody } from './models.js';
 import { errorShapeOf, routeOf } from './routes.js';
 import { priorityOf, type Priority } from '../queue/priority.js';
 import { bodyWithFields } from './body-fields.js';
+import { withModel } from './body-model.js';
+import type { AdapterVersions } from '../routing/adapter-versions.js';
 import { createToolGuard, type ToolRequest } from './tool-guard.js';
 import { requestTarget } from './target.js';
 
@@ -38,6 +41,10 @@ export interface PipelineDeps extends ForwardDeps {
   readonly metrics: Metrics;
   /** OpenTelemetry traces; absent or null when off (then no span object is made). */
   readonly tracing?: Tracing | null;
+  /** Client model names rolled out over adapter versions (adapters.versions); absent: none. */
+  readonly versions?: AdapterVersions;
+  /** LoRA adapters loaded on demand (adapters.sources); absent: the gateway never loads one. */
+  readonly adapters?: AdapterLoader;
   /** Counts open exchanges (from their first byte to their end) so a drain can wait for them: once each, then `exchangeClosed` once. */
   exchangeOpened(): void;
   exchangeClosed(): void;
@@ -87,6 +94,11 @@ class InFlight {
   keyClass: 'interactive' | 'batch' | null = null;
   /** Its call in its session's caller turn (record/turns.ts), once routed. */
   turn: TurnCall | null = null;
+  /** The version chosen for its model name and the adapter load it waited for, when either happened. */
+  adapter: AdapterNote | null = null;
+  /** Its parsed JSON body and kind (a version rollout re-identifies it under the version's name). */
+  parsed: Record<string, unknown> | null = null;
+  json: RequestKind | null = null;
   readonly owner: ExchangeOwner<Ended>;
 
   constructor(
@@ -101,6 +113,9 @@ class InFlight {
     this.owner = createExchangeOwner(res, ownerDeps, this);
   }
 }
+
+/** The request's adapter note, made when something is first noted in it. */
+const noteOf = (x: InFlight): AdapterNote => (x.adapter ??= { requested: null, loadMs: null, adapter: null, slot: null });
 
 /** How an exchange the edge ended itself (never forwarded) is recorded. */
 const endedAtEdge = (ending: Ended['ending'], status: number, error: WarmrouteError | null): Ended =>
@@ -149,7 +164,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
 
   function recordOne(x: InFlight, ended: Ended) {
     try {
-      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key, trace: x.trace, priority: x.priority?.cls ?? null, turn: x.turn });
+      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key, trace: x.trace, priority: x.priority?.cls ?? null, turn: x.turn, adapter: x.adapter });
       if (x.target !== null && x.identity !== null) deps.served?.(x.identity, x.target, x.body, ended);
     } catch (err) {
       log.error({ err, path: x.path }, 'internal error: recording an ended exchange failed');
@@ -165,8 +180,34 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     x.owner.end(endedAtEdge('failed', err.statusCode, err));
   }
 
-  /** Route, then the gateway-wide limit (the wait is the queue hop), then forward. */
+  /**
+   * A client model name of adapters.versions: its version chosen (kept per session, through the
+   * shared store), the body's `model` spliced to it, the request identified under it. Then routed.
+   */
   function routeAndForward(x: InFlight, target: string, body: Buffer | null, resumable: Record<string, unknown> | undefined, streamed: boolean) {
+    const versions = deps.versions;
+    const model = x.identity!.model;
+    if (versions === undefined || x.parsed === null || !versions.has(model)) return routeWithStored(x, target, body, resumable, streamed);
+    const fetching = versions.prefetch(model, x.identity!.sessionKey);
+    if (fetching === null) return routeWithStored(x, target, withVersion(x, versions, model, body!), resumable, streamed);
+    fetching.then(() => {
+      if (!x.owner.ended) routeWithStored(x, target, withVersion(x, versions, model, body!), resumable, streamed);
+    }).catch((e: unknown) => refuse(x, e));
+  }
+
+  function withVersion(x: InFlight, versions: AdapterVersions, requested: string, body: Buffer): Buffer {
+    const id = x.identity!;
+    const { version } = versions.choose(requested, id.sessionKey, id.placementKey, Date.now());
+    // The parsed body is the resumable one too: a continuation names the version.
+    const parsed = x.parsed!;
+    parsed.model = version;
+    x.identity = identify(x.json!, parsed, x.req.headers, deps.identity);
+    noteOf(x).requested = requested;
+    return withModel(body, version) ?? Buffer.from(JSON.stringify(parsed));
+  }
+
+  /** Route, then the gateway-wide limit (the wait is the queue hop), then forward. */
+  function routeWithStored(x: InFlight, target: string, body: Buffer | null, resumable: Record<string, unknown> | undefined, streamed: boolean) {
     // A stored response with no local record: the shared store is read first (bounded, counted).
     const fetching = router.prefetch?.(x.identity!) ?? null;
     if (fetching !== null) return void fetching.then(() => routeNow(x, target, body, resumable, streamed)).catch((e: unknown) => refuse(x, e));
@@ -177,19 +218,41 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     // The client may have gone during the read or the prefetch: its owner has ended the exchange already.
     if (x.owner.ended) return;
     const identity = x.identity!;
-    const decision = router.route({ identity, replicas: registry.views });
+    const loader = deps.adapters;
+    const model = identity.model;
+    // An adapter of adapters.sources that no replica taking traffic lists: placed among those that could load it.
+    const loadable = loader?.loadable(model, registry.views) ?? null;
+    const decision = router.route(loadable === null ? { identity, replicas: registry.views } : { identity, replicas: registry.views, loadable });
     x.clock.routed = nowMs();
     x.trace?.routed(decision.matchedTokens);
     x.turn = recorder.arrived(identity, x.clock);
     if (decision.drift) recorder.drift(identity, decision.drift);
     if (decision.slotWait) recorder.slotWait(identity, decision.ranked[0].name);
-    admit(x, () => forwardTo(x, target, body, decision, resumable, streamed));
+    if (decision.adapterSlot !== undefined) {
+      const note = noteOf(x);
+      note.adapter = model;
+      note.slot = decision.adapterSlot;
+    }
+    // A managed adapter in use on its replica is not unloaded there until this exchange ends.
+    if (loader !== undefined && loader.manages(model)) x.owner.holdAdapter(decision.ranked[0].name, model);
+    if (loadable === null) return admit(x, () => forwardTo(x, target, body, decision, resumable, streamed));
+    // Loaded where routing placed it, then forwarded there only (no other replica has it). The
+    // wait is the queue hop's; a client that goes meanwhile is ended by its owner, the load goes on.
+    const chosen = registry.byName(decision.ranked[0].name)!;
+    const only: Decision = { ...decision, ranked: [chosen] };
+    loader!.ensure(chosen, model!).then((change) => {
+      if (change !== null) {
+        noteOf(x).loadMs = change.ms;
+        x.trace?.adapterLoaded(change.replica, change.adapter, change.outcome, change.ms, nowMs());
+      }
+      if (!x.owner.ended) admit(x, () => forwardTo(x, target, body, only, resumable, streamed));
+    }, (e: unknown) => refuse(x, e));
   }
 
   function forwardTo(x: InFlight, target: string, body: Buffer | null, decision: Decision, resumable: Record<string, unknown> | undefined, streamed: boolean) {
     x.target = target;
     x.body = body;
-    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, api: x.api, resumable, streamed, trace: x.trace, tools: x.tools, place: x.priority }, deps);
+    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, api: x.api, resumable, streamed, trace: x.trace, tools: x.tools, place: x.priority, adapterVersion: x.adapter?.requested != null ? x.identity!.model : null }, deps);
   }
 
   function refusedForLoad(x: InFlight, e: unknown) {
@@ -239,6 +302,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   // One for every exchange: each owner hands its own InFlight back to report.
   const ownerDeps: ExchangeOwnerDeps<Ended, InFlight> = {
     admission: deps.admission, global, report: (e, x) => report(x, e), aborted: () => ABORTED, clientGone, settled: () => deps.exchangeClosed(),
+    adapters: deps.adapters?.holds,
   };
 
   return function handle(req, res) {
@@ -259,7 +323,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
       if (deps.draining()) throw errors.shuttingDown([], null, undefined, shutdownRetryAfter);
       const kind = route.kind;
       if ('models' in kind) {
-        const text = modelsBody(registry);
+        const text = modelsBody(registry, { clientNames: deps.versions?.names() ?? new Map(), sources: deps.adapters?.sources() ?? [] });
         if (text === null) throw errors.noReplica();
         res.writeHead(200, ['content-type', 'application/json']);
         res.end(method === 'HEAD' ? undefined : text);
@@ -284,6 +348,8 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
             const parsed = parseJson(body!);
             validateBody(json, parsed, deps.identity);
             x.identity = identify(json, parsed, req.headers, deps.identity);
+            x.parsed = parsed;
+            x.json = json;
             // Only a generation answers when it is done; anything else answers at once.
             streamed = json === 'other' || parsed.stream === true;
             // Kept for mid-stream resume only (opt-in): a streamed chat completion.

@@ -1,3 +1,4 @@
+import { VLLM_OPERATOR_PATHS } from '../config/schema.js';
 import type { ErrorShape } from '../errors.js';
 import type { RequestKind } from '../identify/identity.js';
 
@@ -44,6 +45,8 @@ export const FORWARDED_PATHS: readonly string[] = [
 
 function forwarded(path: string, extra: readonly string[]): boolean {
   if (FORWARDED_PATHS.includes(path)) return true;
+  // Not even under an extra prefix: a client never loads or unloads an adapter.
+  if (VLLM_OPERATOR_PATHS.includes(path)) return false;
   for (const p of extra) if (p.endsWith('/*') ? path.startsWith(p.slice(0, -1)) : path === p) return true;
   return false;
 }

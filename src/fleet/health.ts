@@ -40,6 +40,8 @@ export interface Health {
   /** Forgets a replica that left the fleet (its gauges too: replica labels stay bounded by the fleet). */
   left(r: ReplicaState): void;
   setOptions(o: HealthOptions): void;
+  /** Reads the replica's /v1/models again now (an adapter was loaded or unloaded there). */
+  readModels(r: ReplicaState): Promise<boolean>;
   start(): void;
   stop(): void;
 }
@@ -106,6 +108,8 @@ export function createHealth(deps: HealthDeps): Health {
   const downCause = new Map<string, string>();
   // Replicas that answered a check at least once (a WeakSet: a replica that leaves is forgotten with it).
   const passedCheck = new WeakSet<ReplicaState>();
+  // Reads of each replica's /v1/models begun and the latest applied, in order.
+  const modelReads = new WeakMap<ReplicaState, { started: number; applied: number }>();
 
   function refresh(r: ReplicaState, cause = 'check') {
     const up = r.healthy && r.ejectedUntil <= Date.now() && !r.warming;
@@ -182,10 +186,22 @@ export function createHealth(deps: HealthDeps): Health {
       if (r.healthy && (decisive || r.checkFailures >= options.unhealthyThreshold)) markDown(r, 'check', detail);
       return;
     }
+    await readModels(r);
+  }
+
+  /** The replica's /v1/models: its models and adapters (at every check, and after an adapter load or unload). */
+  async function readModels(r: ReplicaState): Promise<boolean> {
+    // A read that started before a later one was applied is older news: dropped (an adapter
+    // unloaded meanwhile must not come back from a check that began before its unload).
+    const seq = modelReads.get(r) ?? { started: 0, applied: 0 };
+    modelReads.set(r, seq);
+    const mine = ++seq.started;
     try {
       const models = await get(agent, r, '/v1/models', options.probeTimeoutMs);
       if (models.status !== 200) throw new Error(`GET /v1/models answered ${models.status}`);
       const data = (JSON.parse(models.text) as { data?: { id?: unknown }[] }).data ?? [];
+      if (mine < seq.applied) return true;
+      seq.applied = mine;
       r.modelEntries = data;
       r.adapters = adaptersOf(data);
       configWatch.modelsRead(r, data);
@@ -193,8 +209,10 @@ export function createHealth(deps: HealthDeps): Health {
       r.models = new Set(data.map((m) => m.id).filter((id): id is string => typeof id === 'string'));
       readable(r, 'models');
       if (first) deps.modelsKnown?.(r);
+      return true;
     } catch (e) {
       unreadable(r, 'models', e as Error, 'cannot read /v1/models: the model filter keeps the last known list');
+      return false;
     }
   }
 
@@ -277,6 +295,7 @@ export function createHealth(deps: HealthDeps): Health {
       metrics.queued.remove({ replica: r.name });
     },
     setOptions(o) { options = o; },
+    readModels,
     start() {
       every(() => options.probeIntervalMs, probeAll);
       every(() => options.statsIntervalMs || 1_000, () => (options.statsIntervalMs > 0 ? scrapeAll() : Promise.resolve()));

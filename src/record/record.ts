@@ -2,7 +2,9 @@ import type { Logger } from 'pino';
 import type { WarmrouteError } from '../errors.js';
 import type { RequestIdentity } from '../identify/identity.js';
 import type { Drift } from '../routing/drift.js';
+import type { AdapterSlotBelief } from '../routing/adapter-slots.js';
 import type { RouteReason, Router } from '../routing/types.js';
+import { createAdapterLabels } from './adapter-labels.js';
 import type { Usage } from '../stream/usage.js';
 import { hopsOf, overheadOf, replicaTtftOf, ttftOf, type HopClock } from '../telemetry/hop-clock.js';
 import { HOPS, type Metrics } from '../telemetry/metrics.js';
@@ -66,7 +68,7 @@ const some = <T>(v: T | null | undefined) => (v === null ? undefined : v);
  * at a time: one allocation and one hidden class instead of a chain of them.
  */
 function accessLine(method: string, path: string, key: string | null, priority: PriorityClass | null, identity: RequestIdentity | null, e: Ended, place: TurnPlace | null,
-  ttft: number | null, overhead: number | null, replicaTtft: number | null, hops: ReturnType<typeof hopsOf>, sessionTag: SessionTagger, truncated: boolean): Record<string, unknown> {
+  ttft: number | null, overhead: number | null, replicaTtft: number | null, hops: ReturnType<typeof hopsOf>, sessionTag: SessionTagger, truncated: boolean, adapter: AdapterNote | null): Record<string, unknown> {
   const keyed = identity !== null && identity.sessionKey !== null;
   const u = e.usage;
   const err = e.error;
@@ -80,6 +82,8 @@ function accessLine(method: string, path: string, key: string | null, priority: 
     conversation: identity !== null && !keyed && identity.placementKey !== null ? sessionTag(identity.conversationKey ?? identity.placementKey) : undefined,
     // Only a model some replica serves (the request was routed): otherwise it is the client's text.
     model: identity !== null && e.reason !== null ? some(identity.model) : undefined,
+    // The configured client model name a version was chosen for, and the load the request waited for.
+    requestedModel: adapter?.requested ?? undefined, adapterLoadMs: adapter?.loadMs ?? undefined,
     turn: place?.turn, call: place?.call,
     stream: e.sse, ttftMs: ms(ttft), firstToken: e.firstToken || undefined, toolCallTruncated: truncated || undefined, adjusted: e.adjusted || undefined,
     overheadMs: ms(overhead),
@@ -116,6 +120,18 @@ function rememberedTags(tag: SessionTagger): SessionTagger {
   };
 }
 
+/** What the gateway did about a request's LoRA adapter: the version it chose for a configured client model name, the load it waited for. */
+export interface AdapterNote {
+  /** The client's model name (one of adapters.versions) when a version was chosen; the identity's model is the version. */
+  requested: string | null;
+  /** The load on demand this request waited for, ms. */
+  loadMs: number | null;
+  /** The adapter the request was routed for (a version's name when one was chosen); null when routing saw no adapter. */
+  adapter: string | null;
+  /** What routing believed it would meet on its replica: its adapter running, a free slot, a wait; null when the replica reports no slots. */
+  slot: AdapterSlotBelief | null;
+}
+
 export interface Recorder {
   /** The session key's tag in every log line (keyed: telemetry/session-tag.ts). */
   readonly sessionTag: SessionTagger;
@@ -130,7 +146,7 @@ export interface Recorder {
    * `priority`: the request's class (queue/priority.ts), null when refused before its body was read;
    * `turn`: what `arrived` returned.
    */
-  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null; trace?: RequestTrace | null; priority?: PriorityClass | null; turn?: TurnCall | null }): void;
+  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null; trace?: RequestTrace | null; priority?: PriorityClass | null; turn?: TurnCall | null; adapter?: AdapterNote | null }): void;
 }
 
 /**
@@ -138,8 +154,13 @@ export interface Recorder {
  * request and decision counters, token counters, the router's feedback and the one access log
  * line.
  */
-export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router; sessionTag: SessionTagger; turns?: Turns }): Recorder {
+export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router; sessionTag: SessionTagger; turns?: Turns; adapterTopN?: () => number }): Recorder {
   const { metrics: m, log, router, turns } = deps;
+  // Per-adapter series: the busiest adapters.metricsTopN by name, the rest as `other`.
+  const adapterLabels = createAdapterLabels({
+    topN: deps.adapterTopN ?? (() => 10),
+    dropped: (adapter) => { m.adapterRequests.remove({ adapter }); m.adapterTtft.remove({ adapter }); },
+  });
   const sessionTag = rememberedTags(deps.sessionTag);
   // The per-request series go through the metric batch (telemetry/metric-batch.ts): plain numbers
   // per request, folded into prom-client when the registry is read. Each series is bound once and
@@ -186,7 +207,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       if (suppressed === null) return;
       log.warn({ replica, session: sessionTag(identity.sessionKey ?? identity.placementKey), suppressed }, 'adapter request sent where it waits for a LoRA slot: every replica serving it without that wait is past the load bound, or none has a slot free');
     },
-    record({ method, path, identity, clock, ended: e, key = null, trace = null, priority = null, turn = null }) {
+    record({ method, path, identity, clock, ended: e, key = null, trace = null, priority = null, turn = null, adapter = null }) {
       const place = turn === null ? null : turns?.ended(turn, clock, e.responseId ?? null) ?? null;
       const hops = hopsOf(clock);
       for (let i = 0; i < HOPS.length; i++) {
@@ -208,6 +229,12 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
         if (ttft !== null) classTtftBy(priority).observe(ttft / 1000);
       }
       if (e.reason !== null) decisionsBy(e.reason).inc();
+      if (adapter !== null && adapter.adapter !== null && e.replica !== null) {
+        const label = adapterLabels.label(adapter.adapter);
+        m.adapterRequests.inc({ adapter: label });
+        if (ttft !== null) m.adapterTtft.observe({ adapter: label }, ttft / 1000);
+        if (adapter.slot !== null && replicaTtft !== null) m.adapterSlotTtft.observe({ slot: adapter.slot }, replicaTtft / 1000);
+      }
       const u = e.usage;
       if (u && e.replica) {
         if (u.promptTokens !== null) promptBy(replica).inc(u.promptTokens);
@@ -243,7 +270,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
           responseId: e.responseId ?? null,
         });
       }
-      if (log.isLevelEnabled('info')) log.info(accessLine(method, path, key, priority, identity, e, place, ttft, overhead, replicaTtft, hops, sessionTag, truncated), 'request');
+      if (log.isLevelEnabled('info')) log.info(accessLine(method, path, key, priority, identity, e, place, ttft, overhead, replicaTtft, hops, sessionTag, truncated, adapter), 'request');
       // The spans are built from the same clock readings as the histograms above.
       if (trace) {
         const session = sessionTag(identity?.sessionKey ?? null);
@@ -253,6 +280,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
           promptTokens: u?.promptTokens ?? null, completionTokens: u?.completionTokens ?? null, cachedTokens: u?.cachedTokens ?? null,
           session, turnKey: place === null || identity === null ? null : session ?? sessionTag(identity.placementKey),
           turn: place?.turn ?? null, call: place?.call ?? null, errorCode: e.error?.openaiCode ?? null, toolCallTruncated: truncated,
+          requestedModel: e.reason !== null ? adapter?.requested ?? null : null,
         });
       }
     },

@@ -48,12 +48,19 @@ export interface AdapterSlotsView {
   /** 1 where the request would wait for a slot (every slot held by other adapters with work in flight), else 0. */
   wait(r: ReplicaView): number;
   /**
+   * What the request is believed to meet on `r`: its adapter `running` there (by the scrape, or
+   * sent since), a `free` slot, or a `wait`; null where the replica reports no slots.
+   */
+  slot(r: ReplicaView): AdapterSlotBelief | null;
+  /**
    * For a new session: 0 where its adapter is at home (running, waiting, or sent within the
    * working-set window) and not stuck waiting, 1 where a slot is free for it, 2 where every slot
    * is homed by other adapters. A replica that reports no slots is 1: nothing known either way.
    */
   tier(r: ReplicaView): number;
 }
+
+export type AdapterSlotBelief = 'running' | 'free' | 'wait';
 
 /** A request for `adapter` stuck behind full slots right now, by the replica's last scrape. */
 function stuck(s: LoraSlots, adapter: string): boolean {
@@ -62,19 +69,22 @@ function stuck(s: LoraSlots, adapter: string): boolean {
 
 export function adapterSlotsView(adapter: string, recency: AdapterRecency, now: number, busyMs: number, homeMs: number): AdapterSlotsView {
   const slotsOf = (r: ReplicaView): LoraSlots | null => (r.lora != null && r.lora.maxLoras > 0 ? r.lora : null);
-  function wait(r: ReplicaView): number {
+  function slot(r: ReplicaView): AdapterSlotBelief | null {
     const s = slotsOf(r);
-    if (s === null || s.running.has(adapter)) return 0;
-    if (stuck(s, adapter)) return 1;
+    if (s === null) return null;
+    if (s.running.has(adapter)) return 'running';
+    if (stuck(s, adapter)) return 'wait';
     // What was sent too late for the last scrape to have seen it runs there now, as far as anyone knows.
     const busy = new Set(s.running);
     for (const a of recency.sentAfter(r.name, (r.lastScrapeAt ?? -Infinity) - busyMs)) busy.add(a);
-    if (busy.has(adapter)) return 0;
-    return busy.size >= s.maxLoras ? 1 : 0;
+    if (busy.has(adapter)) return 'running';
+    return busy.size >= s.maxLoras ? 'wait' : 'free';
   }
+  const wait = (r: ReplicaView) => (slot(r) === 'wait' ? 1 : 0);
   return {
     adapter,
     wait,
+    slot,
     tier(r) {
       const s = slotsOf(r);
       if (s === null) return 1;

@@ -59,10 +59,10 @@ export function capacityReading(): CapacityReading {
  * per replica (prefix index, and the pin's or the conversation's own record, which may come from
  * another gateway), whether its last response broke off, and the pressure question.
  */
-export function buildContext(d: ContextDeps, identity: RequestIdentity, replicas: RouteContext['replicas'], t: number, learns: boolean): RouteContext {
+export function buildContext(d: ContextDeps, identity: RequestIdentity, replicas: RouteContext['replicas'], t: number, learns: boolean, loadable?: RouteContext['loadable']): RouteContext {
   const o = d.options();
   const pin = identity.sessionKey === null ? null : d.store.get(identity.sessionKey, t);
-  if (!learns) return { identity, replicas, now: t, pin, warm: NOTHING_WARM, avoid: null };
+  if (!learns) return { identity, replicas, now: t, pin, warm: NOTHING_WARM, avoid: null, loadable };
   // Capacity is in the replica's tokens, the index counts estimated ones: close enough for a
   // bound whose job is to forget the oldest links once a replica has surely evicted them.
   const read = d.capacityRead;
@@ -92,10 +92,11 @@ export function buildContext(d: ContextDeps, identity: RequestIdentity, replicas
     const w = Math.min(Math.max(conversation.warmTokens, previous), identity.promptTokens);
     if (w > (warm.get(conversation.replica) ?? 0)) warm.set(conversation.replica, w);
   }
-  const adapters = isAdapter(identity.model, replicas) ? adapterSlotsView(identity.model, d.adapters, t, o.adapterBusyMs, o.workingSetWindowMs) : undefined;
+  const adapters = identity.model !== null && (loadable !== undefined || isAdapter(identity.model, replicas)) ? adapterSlotsView(identity.model, d.adapters, t, o.adapterBusyMs, o.workingSetWindowMs) : undefined;
   return {
     identity, replicas, now: t, pin, warm, avoid: d.broken.avoid(identity.sessionKey ?? identity.conversationKey, t), conversation,
     pressured: d.pressure.forDecision(identity, t),
     adapters,
+    loadable,
   };
 }

@@ -187,12 +187,13 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
     },
 
     route(req) {
-      const ctx = buildContext(contextDeps, req.identity, req.replicas, now(), composition.learns);
+      const ctx = buildContext(contextDeps, req.identity, req.replicas, now(), composition.learns, req.loadable);
       const id = req.identity.storedResponseId;
       const decided = composition.stateful && id !== null ? decideStateful(ctx, id) : decide(ctx, composition);
       const key = req.identity.sessionKey ?? req.identity.conversationKey;
       const drifted = key === null ? null : drift.observe(key, req.identity, ctx.now);
-      const d = drifted === null ? decided : { ...decided, drift: drifted };
+      const withDrift = drifted === null ? decided : { ...decided, drift: drifted };
+      const d = ctx.adapters === undefined ? withDrift : { ...withDrift, adapterSlot: ctx.adapters.slot(withDrift.ranked[0]) };
       if (composition.learns) {
         learner.routed(ctx, d);
         if (ctx.adapters !== undefined) adapters.touch(d.ranked[0].name, ctx.adapters.adapter, ctx.now);

@@ -4,7 +4,7 @@
  */
 import type { RequestIdentity } from '../identify/identity.js';
 import type { SessionInfo } from '../store/types.js';
-import type { AdapterSlotsView } from './adapter-slots.js';
+import type { AdapterSlotBelief, AdapterSlotsView } from './adapter-slots.js';
 import type { Drift } from './drift.js';
 import type { KvEvent } from './kv-residency.js';
 import type { RoutingOptionsInput } from './options.js';
@@ -71,6 +71,11 @@ export interface LoraSlots {
 export interface RouteRequest {
   readonly identity: RequestIdentity;
   readonly replicas: readonly ReplicaView[];
+  /**
+   * The model is a LoRA adapter the gateway loads on demand and no replica taking traffic lists
+   * it: the replicas that could load it (the model filter keeps them). Absent otherwise.
+   */
+  readonly loadable?: (r: ReplicaView) => boolean;
 }
 
 /**
@@ -156,6 +161,8 @@ export interface Decision {
   readonly drift?: Drift | null;
   /** A LoRA adapter's request sent where it is expected to wait for a slot: no replica without that wait had room. */
   readonly slotWait?: boolean;
+  /** A LoRA adapter's request: what it was believed to meet on the first ranked replica (adapter-slots.ts); null where slots are not reported. */
+  readonly adapterSlot?: AdapterSlotBelief | null;
 }
 
 /** A strategy: filters, weighted scorers and a picker, and whether routing learns from what it served. */

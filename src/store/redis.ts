@@ -9,7 +9,7 @@ import { newerPin, PLACE, REFRESH, splitN } from './redis-scripts.js';
 import type { Fetched, SessionStore } from './types.js';
 
 /** Which of the gateway's two stores (a metric label). */
-export type StoreName = 'sessions' | 'responses';
+export type StoreName = 'sessions' | 'responses' | 'versions';
 
 export interface RedisStoreOptions {
   url: string;

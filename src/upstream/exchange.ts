@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { AdapterHolds } from '../fleet/adapter-loader.js';
 import type { ReplicaState } from '../fleet/registry.js';
 import type { Admission } from '../queue/admission.js';
 import type { Limiter, Prefill } from '../queue/limiter.js';
@@ -28,6 +29,12 @@ export interface ExchangeOwner<E> {
    * with the prefill it was admitted with (limits.batchPrefillPerReplica), held until `prefilled`.
    */
   holdReplica(r: ReplicaState, prefill?: Prefill): boolean;
+  /**
+   * A LoRA adapter the gateway manages is in use on `replica` by this exchange (it is not unloaded
+   * there while held); it follows the exchange to the replica it is admitted to, and is given back
+   * at the end. False when the exchange had already ended.
+   */
+  holdAdapter(replica: string, adapter: string): boolean;
   /** The held replica sent the first token: the prefill it was admitted with is over. */
   prefilled(): void;
   /** The attempt on the held replica is over before the exchange is (failover, resume). */
@@ -59,6 +66,8 @@ export interface ExchangeOwnerDeps<E, C = void> {
   readonly aborted: () => E;
   /** The client went before the exchange ended (the client-abort counter). */
   readonly clientGone: (replica: string | null) => void;
+  /** Adapters in use per replica (fleet/adapter-loader.ts), when the gateway manages adapters. */
+  readonly adapters?: AdapterHolds;
 }
 
 /**
@@ -75,6 +84,8 @@ class Owner<E, C> implements ExchangeOwner<E> {
   private cancelWait: (() => void) | null = null;
   private stallTimer: NodeJS.Timeout | null = null;
   private gone: (() => void) | null = null;
+  private adapter: string | null = null;
+  private adapterAt: string | null = null;
 
   constructor(readonly res: ServerResponse, private readonly deps: ExchangeOwnerDeps<E, C>, private readonly ctx: C) {
     res.on('close', () => this.closed());
@@ -91,8 +102,29 @@ class Owner<E, C> implements ExchangeOwner<E> {
     return true;
   }
 
+  holdAdapter(replica: string, adapter: string): boolean {
+    const holds = this.deps.adapters;
+    if (this.ended || holds === undefined) return false;
+    this.releaseAdapter();
+    holds.hold(replica, adapter);
+    this.adapter = adapter;
+    this.adapterAt = replica;
+    return true;
+  }
+
+  private releaseAdapter(): void {
+    if (this.adapter === null) return;
+    const a = this.adapter;
+    const at = this.adapterAt!;
+    this.adapter = null;
+    this.adapterAt = null;
+    this.deps.adapters!.release(at, a);
+  }
+
   holdReplica(r: ReplicaState, p: Prefill = null): boolean {
     if (this.ended) { this.deps.admission.release(r, p); return false; }
+    // A failover takes the adapter's hold to the replica that serves the exchange now.
+    if (this.adapter !== null && this.adapterAt !== r.name) this.holdAdapter(r.name, this.adapter);
     this.releaseReplica();
     this.replica = r;
     this.prefill = p;
@@ -138,6 +170,7 @@ class Owner<E, C> implements ExchangeOwner<E> {
     // The upstream request is still open only when the exchange ended before its response did.
     abort?.(new ClientGone('the exchange ended before its response'));
     this.releaseReplica();
+    this.releaseAdapter();
     if (this.global) { this.global = false; this.deps.global.release(); }
     if (this.key !== null) { this.key.open--; this.key = null; }
     // Every slot is back already; a report that throws must not also keep the drain waiting on

@@ -57,6 +57,8 @@ export interface ForwardRequest {
   readonly tools?: { readonly watch: ToolWatchMode | null; readonly adjusted: string | null } | null;
   /** Its place in the replicas' queues: class and deadline (queue/priority.ts). */
   readonly place?: QueuePlace | null;
+  /** The adapter version chosen for the client's model name (adapters.versions): x-warmroute-adapter-version. */
+  readonly adapterVersion?: string | null;
 }
 
 /** How an exchange ended, for the access line, the metrics and the router. */

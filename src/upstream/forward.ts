@@ -45,7 +45,9 @@ class Forwarding implements AttemptHost {
   }
 
   routeHeaders(): string[] {
-    return this.replica ? ['x-warmroute-replica', this.replica.name, 'x-warmroute-route', this.out.reason] : ['x-warmroute-route', this.out.reason];
+    const h = this.replica ? ['x-warmroute-replica', this.replica.name, 'x-warmroute-route', this.out.reason] : ['x-warmroute-route', this.out.reason];
+    if (this.ex.adapterVersion) h.push('x-warmroute-adapter-version', this.ex.adapterVersion);
+    return h;
   }
 
   /** The attempt on the i-th ranked replica: admitted (at once, after a wait, or shed), then dispatched. */

@@ -5,6 +5,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { resolveConfig } from '../../src/config/load.js';
 import { request } from 'undici';
 import { startFixture, type FixtureUpstream } from '../helpers/fixture-upstream.js';
 import { chatBody, startGateway, type TestGateway } from '../helpers/gateway.js';
@@ -75,17 +76,24 @@ describe('routes.extraPaths (issue 17 #11)', () => {
   let open: TestGateway;
   before(async () => {
     a = await startFixture('a');
-    open = await startGateway([a.url], { routes: { extraPaths: ['/v1/load_lora_adapter', '/v1/custom/*'] } });
+    open = await startGateway([a.url], { routes: { extraPaths: ['/v1/tokenize', '/v1/custom/*', '/v1/*'] } });
   });
   after(async () => { await open.close(); await a.close(); });
 
   it('adds exact paths and /* prefixes to the forwarded routes, and nothing else', async () => {
-    for (const path of ['/v1/load_lora_adapter', '/v1/custom/thing']) {
+    for (const path of ['/v1/tokenize', '/v1/custom/thing']) {
       const res = await post(open, path, '{}');
       assert.deepEqual(await res.body.json(), { echo: path, bytes: 2 }, path);
     }
-    const res = await post(open, '/v1/unload_lora_adapter', '{}');
-    await res.body.text();
-    assert.equal(res.statusCode, 404);
+    // Not even under a prefix that covers them: a client never loads or unloads an adapter.
+    for (const path of ['/v1/load_lora_adapter', '/v1/unload_lora_adapter']) {
+      const res = await post(open, path, '{"lora_name":"x","lora_path":"/tmp/evil"}');
+      await res.body.text();
+      assert.equal(res.statusCode, 404, path);
+    }
+  });
+
+  it('refuses a configuration that lists vLLM\'s operator routes', () => {
+    assert.throws(() => resolveConfig({ upstreams: [{ url: 'http://127.0.0.1:1' }], routes: { extraPaths: ['/v1/load_lora_adapter'] } }), /extraPaths\/0: \/v1\/load_lora_adapter is vLLM's operator route/);
   });
 });

@@ -61,6 +61,32 @@ describe('a fleet of adapters: what the gateway lists and refuses', () => {
     }
   });
 
+  it('adapter requests are counted per adapter (the busiest N, the rest as other) and their first tokens by the slot routing expected', async () => {
+    const text = async () => (await request(`${g.adminUrl}/metrics`)).body.text();
+    const value = (t: string, series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, (c) => `\\${c}`)} (\\S+)$`, 'm').exec(t)?.[1] ?? 0);
+    const was = await text();
+    const wasSlots = ['running', 'free', 'wait'].reduce((n, slot) => n + value(was, `warmroute_adapter_slot_ttft_seconds_count{slot="${slot}"}`), 0);
+    const wasAll = ['a', 'b', 'c', 'other'].reduce((n, a) => n + value(was, `warmroute_adapter_requests_total{adapter="${a}"}`), 0);
+    // Streamed: a first token is measured.
+    for (let i = 0; i < 3; i++) {
+      const res = await request(`${g.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'a', stream: true, max_tokens: 2, user: `m${i}`, messages: [{ role: 'user', content: 'hello' }] }) });
+      assert.equal(res.statusCode, 200);
+      await res.body.text();
+    }
+    assert.equal((await chat(g, BASE)).status, 200);
+    const slotCount = (t: string) => ['running', 'free', 'wait'].reduce((n, slot) => n + value(t, `warmroute_adapter_slot_ttft_seconds_count{slot="${slot}"}`), 0);
+    let now = '';
+    // Recorded a moment after the response ended.
+    await waitFor('the exchanges recorded', async () => slotCount((now = await text())) - wasSlots >= 3);
+    const all = ['a', 'b', 'c', 'other'].reduce((n, a) => n + value(now, `warmroute_adapter_requests_total{adapter="${a}"}`), 0);
+    assert.equal(all - wasAll, 3, 'the base model’s request is not an adapter’s');
+    const dump = now.split('\n').filter((l) => l.includes('adapter') && !l.includes('bucket')).join('\n');
+    assert.ok(value(now, 'warmroute_adapter_requests_total{adapter="a"}') >= 3, dump);
+    assert.ok(value(now, 'warmroute_adapter_ttft_seconds_count{adapter="a"}') >= 3, dump);
+    const slots = ['running', 'free', 'wait'].reduce((n, slot) => n + value(now, `warmroute_adapter_slot_ttft_seconds_count{slot="${slot}"}`), 0);
+    assert.equal(slots - wasSlots, 3, 'each adapter request’s first token is measured under one slot label');
+  });
+
   it('the admin view shows each replica’s adapters and LoRA slots', async () => {
     const view = async () => ((await (await request(`${g.adminUrl}/admin/replicas`)).body.json()) as any).replicas as any[];
     await waitFor('slots scraped', async () => (await view()).every((r) => r.lora !== null), 5_000);

@@ -108,3 +108,50 @@ describe('the exchange owner, when its report throws', () => {
     assert.equal(settled, 1, 'settled once');
   });
 });
+
+describe('the exchange owner’s hold on a managed adapter', () => {
+  function withHolds() {
+    const admission = createAdmission({ maxInflight: 4, maxQueued: 4, timeoutMs: 10_000 });
+    const global = createLimiter({ max: 4, maxQueued: 4, timeoutMs: 10_000, what: 'gateway' });
+    const held = new Map<string, number>();
+    const adapters = {
+      hold: (r: string, a: string) => held.set(`${r}/${a}`, (held.get(`${r}/${a}`) ?? 0) + 1),
+      release: (r: string, a: string) => held.set(`${r}/${a}`, (held.get(`${r}/${a}`) ?? 0) - 1),
+    };
+    const res = fakeRes();
+    const owner = createExchangeOwner<string>(res, { admission, global, report: () => undefined, aborted: () => 'aborted', clientGone: () => undefined, adapters }, undefined);
+    const counts = () => Object.fromEntries([...held].filter(([, n]) => n !== 0));
+    return { admission, owner, res, counts };
+  }
+  const replica = (name: string) => ({ name, inflight: 0 }) as ReplicaState;
+
+  it('is given back once at the end, however it ends', () => {
+    for (const ending of ['end', 'client gone', 'end twice']) {
+      const { owner, res, counts } = withHolds();
+      assert.equal(owner.holdAdapter('r1', 'a'), true);
+      assert.deepEqual(counts(), { 'r1/a': 1 });
+      if (ending === 'client gone') res.emit('close');
+      else owner.end('complete');
+      if (ending === 'end twice') owner.end('failed');
+      res.emit('close');
+      assert.deepEqual(counts(), {}, ending);
+      assert.equal(owner.holdAdapter('r1', 'a'), false, 'nothing is held after the end');
+      assert.deepEqual(counts(), {}, ending);
+    }
+  });
+
+  it('follows the exchange to the replica it fails over to', () => {
+    const { admission, owner, counts } = withHolds();
+    const r1 = replica('r1');
+    const r2 = replica('r2');
+    owner.holdAdapter('r1', 'a');
+    assert.equal(admission.acquire(r1), null);
+    owner.holdReplica(r1);
+    assert.deepEqual(counts(), { 'r1/a': 1 });
+    assert.equal(admission.acquire(r2), null);
+    owner.holdReplica(r2);
+    assert.deepEqual(counts(), { 'r2/a': 1 });
+    owner.end('complete');
+    assert.deepEqual(counts(), {});
+  });
+});

@@ -11,6 +11,7 @@ import { parseChat } from '../../sim/request.js';
 import { createSeq, NO_SALT_ROOT, saltRoot } from '../../sim/sequence.js';
 import { frontendMs } from '../../sim/timing.js';
 import { SPECIAL } from '../../sim/tokenizer.js';
+import { createLoraState, loraRoot, type LoraState } from '../../sim/lora.js';
 import type { ToolCall } from '../../voice/client.js';
 import type { VirtualClock } from './clock.js';
 
@@ -30,6 +31,8 @@ export interface VirtualReplica {
   config: SimConfig;
   pool: BlockPool;
   engine: Engine;
+  /** Its LoRA adapters and slots (the options' maxLoras, loraModules, ...), as bench/sim/lora.ts serves them. */
+  lora: LoraState;
   /** Queries and hits of the prefix cache at first admission, as vllm:prefix_cache_* count them. */
   queries: number;
   hits: number;
@@ -46,8 +49,9 @@ let ids = 0;
 export function createVirtualReplica(clock: Pick<VirtualClock, 'now' | 'setTimeout' | 'clearTimeout'>, index: number, options: SimReplicaOptions): VirtualReplica {
   const config = resolveConfig(options, index);
   const pool = createBlockPool(config.kvBlocks, null, config.blockSize, config.kvModel);
+  const lora = createLoraState(config);
   const r: VirtualReplica = {
-    name: config.name, config, pool, queries: 0, hits: 0,
+    name: config.name, config, pool, queries: 0, hits: 0, lora,
     engine: createEngine(config, pool, {
       onAdmit(_seq, queried, hit, first) {
         if (!first) return;
@@ -58,9 +62,13 @@ export function createVirtualReplica(clock: Pick<VirtualClock, 'now' | 'setTimeo
       onToken() {},
       onFinish() {},
       onPreempt() {},
+      mayAdmit: lora.enabled ? (seq, running) => lora.admits(seq, running) : undefined,
     }, clock),
     serve(body, done, first) {
-      const g = parseChat(body, config);
+      // An adapter's request runs the base model with it, as routes.ts serves it.
+      const model = body.model;
+      const adapter = typeof model === 'string' && model !== config.model && lora.has(model) ? model : null;
+      const g = parseChat(adapter === null ? body : { ...body, model: config.model }, config);
       const arrival = clock.now();
       if ('status' in g) {
         done({ ttftMs: null, content: '', toolCall: null, finishReason: null, promptTokens: 0, cachedTokens: 0, error: `${g.status} ${g.body}` });
@@ -72,7 +80,7 @@ export function createVirtualReplica(clock: Pick<VirtualClock, 'now' | 'setTimeo
       let ttftMs: number | null = null;
       let aborted = false;
       const seq = createSeq({
-        id: `v-${ids++}`, prompt: g.prompt, root: g.cacheSalt === undefined ? NO_SALT_ROOT : saltRoot(g.cacheSalt), plan,
+        id: `v-${ids++}`, prompt: g.prompt, root: loraRoot(g.cacheSalt === undefined ? NO_SALT_ROOT : saltRoot(g.cacheSalt), adapter), plan, lora: adapter,
         maxOut: Math.min(plan.ids.length, g.maxTokens), httpArrivalMs: arrival, priority: g.priority,
         sink: {
           onToken(_s, index) {
@@ -91,8 +99,12 @@ export function createVirtualReplica(clock: Pick<VirtualClock, 'now' | 'setTimeo
           },
         },
       });
-      const due = arrival + frontendMs(config, g.prompt.length);
-      clock.setTimeout(() => { if (!aborted) r.engine.submit(seq, due); }, due - arrival);
+      const due = arrival + frontendMs(config, g.prompt.length) + (adapter === null ? 0 : lora.prepare(adapter));
+      clock.setTimeout(() => {
+        if (aborted) return;
+        r.engine.submit(seq, due);
+        if (adapter !== null) lora.track(seq);
+      }, due - arrival);
       return {
         abort() {
           if (aborted || ttftMs !== null) return false;

@@ -15,7 +15,7 @@
 import { DEFAULT_IDENTITY_OPTIONS, identify } from '../../../src/identify/identity.js';
 import { mulberry32 } from '../../../src/prng.js';
 import { createRouter } from '../../../src/routing/router.js';
-import type { ReplicaView, Router, ServedOutcome } from '../../../src/routing/types.js';
+import type { LoraSlots, ReplicaView, Router, ServedOutcome } from '../../../src/routing/types.js';
 import { createMemorySessionStore } from '../../../src/store/memory.js';
 import { createActivityBus } from './activity.js';
 import { RATIO_SAMPLE } from '../../../src/fleet/token-ratio.js';
@@ -28,7 +28,7 @@ import { createVirtualClock } from './clock.js';
 import { createVirtualReplica, type VirtualAnswer } from './replica.js';
 import { loadOf, replayCpuMsPerRequest, type ReplayLog } from './replay.js';
 
-export type DesStrategy = 'affinity' | 'round-robin' | 'oracle';
+export type DesStrategy = 'affinity' | 'round-robin' | 'session-hash' | 'oracle';
 
 export interface DesOptions {
   replicas: number;
@@ -47,6 +47,16 @@ export interface DesOptions {
   /** Also measure the routers' CPU by replaying their calls alone (des/replay.ts). */
   replay?: boolean;
   seed: number;
+  /**
+   * LoRA on every replica: `adapters` served from the start (--lora-modules), `maxLoras` slots,
+   * `maxCpuLoras` kept on the host (a load of another costs `loadMs`). The routers see each
+   * replica's adapters and its slots as of the last scrape.
+   */
+  lora?: { adapters: readonly string[]; maxLoras: number; maxCpuLoras: number; loadMs: number };
+  /** The model each session's requests name (an adapter); absent: the simulator's base model. */
+  modelOf?: (session: number) => string;
+  /** The oracle's replica for a session (index); absent: session i → replica i mod R. */
+  oraclePlace?: (session: number) => number;
 }
 
 export interface DesRecord {
@@ -78,13 +88,17 @@ export interface DesRun {
 
 const WALL_EPOCH = Date.UTC(2026, 0, 1);
 
-function viewOf(name: string, capacityTokens: number): ReplicaView & { inflight: number; waiting: number; running: number; kvUsage: number } {
-  return { name, weight: 1, up: true, draining: false, inflight: 0, models: null, waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: capacityTokens };
+type DesView = ReplicaView & { inflight: number; waiting: number; running: number; kvUsage: number; lora: LoraSlots | null; lastScrapeAt: number | null };
+
+function viewOf(name: string, capacityTokens: number, adapters?: ReadonlyMap<string, string>): DesView {
+  return { name, weight: 1, up: true, draining: false, inflight: 0, models: null, waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: capacityTokens, adapters, lora: null, lastScrapeAt: null };
 }
 
 export function runDes(o: DesOptions): DesRun {
   const clock = createVirtualClock();
-  const replicas = Array.from({ length: o.replicas }, (_, i) => createVirtualReplica(clock, i, { kvBlocks: o.kvBlocks, outputTokens: { min: o.outputTokens[0], max: o.outputTokens[1] } }));
+  const lora = o.lora === undefined ? {} : { maxLoras: o.lora.maxLoras, maxCpuLoras: o.lora.maxCpuLoras, loraLoadMs: o.lora.loadMs, loraModules: Object.fromEntries(o.lora.adapters.map((a) => [a, `/adapters/${a}`])) };
+  const replicas = Array.from({ length: o.replicas }, (_, i) => createVirtualReplica(clock, i, { kvBlocks: o.kvBlocks, outputTokens: { min: o.outputTokens[0], max: o.outputTokens[1] }, ...lora }));
+  const adapterMap = o.lora === undefined ? undefined : new Map(o.lora.adapters.map((a) => [a, replicas[0].config.model]));
   const byName = new Map(replicas.map((r) => [r.name, r]));
   const store = createMemorySessionStore({ maxSessions: 1_000_000, ttlMs: 3_600_000 });
   // Every pod's view of the one store, with the activity channel's fleet view between them.
@@ -95,11 +109,11 @@ export function runDes(o: DesOptions): DesRun {
     return { estimated: Math.ceil(Buffer.byteLength(RATIO_SAMPLE) / DEFAULT_IDENTITY_OPTIONS.bytesPerToken), reported: t.length };
   })();
   const makeRouter = (g: number, now: () => number, podStoreOf: (g: number) => ReturnType<typeof podStore>): Router => {
-    const router: Router = createRouter(o.strategy as 'affinity' | 'round-robin', { store: podStoreOf(g), now: () => WALL_EPOCH + now(), random: mulberry32(o.seed * 31 + g) });
+    const router: Router = createRouter(o.strategy as 'affinity' | 'round-robin' | 'session-hash', { store: podStoreOf(g), now: () => WALL_EPOCH + now(), random: mulberry32(o.seed * 31 + g) });
     router.tokenRatio(ratio.estimated, ratio.reported);
     return router;
   };
-  const viewsOf = () => replicas.map((r) => viewOf(r.name, r.config.kvBlocks * r.config.blockSize));
+  const viewsOf = () => replicas.map((r) => viewOf(r.name, r.config.kvBlocks * r.config.blockSize, adapterMap));
   const pods = o.strategy === 'oracle' ? [] : Array.from({ length: Math.max(1, o.pods) }, (_, g) => {
     const router = makeRouter(g, () => clock.now(), podStore);
     const views = viewsOf();
@@ -131,6 +145,10 @@ export function runDes(o: DesOptions): DesRun {
         v.waiting = r.engine.waiting();
         v.running = r.engine.running();
         v.kvUsage = r.pool.usage();
+        if (r.lora.enabled) {
+          v.lora = { maxLoras: r.config.maxLoras, ...r.lora.slots() };
+          v.lastScrapeAt = WALL_EPOCH + clock.now();
+        }
       }
     }
     if (active > 0) clock.setTimeout(scrape, o.statsIntervalMs);
@@ -143,13 +161,14 @@ export function runDes(o: DesOptions): DesRun {
     const done = () => { active--; };
     const send = (turn: number, step: number, user: string | null) => {
       const req = dialogue.next(user);
+      if (o.modelOf !== undefined) req.body.model = o.modelOf(si);
       const messages = dialogue.messages.slice();
       const sentAt = clock.now();
       let replica: string;
       let route: string | null = null;
       let settle: (a: VirtualAnswer) => void = () => {};
       if (o.strategy === 'oracle') {
-        replica = replicas[si % replicas.length].name;
+        replica = replicas[o.oraclePlace?.(si) ?? si % replicas.length].name;
       } else {
         const podIndex = Math.floor(podRandom() * pods.length);
         const pod = pods[podIndex];

@@ -9,7 +9,8 @@ export const modelFilter: Filter = {
   apply: (ctx, candidates) => {
     const model = ctx.identity.model;
     if (model === null) return candidates;
-    const serves = (r: (typeof candidates)[number]) => r.models === null || r.models.has(model);
+    const loadable = ctx.loadable;
+    const serves = (r: (typeof candidates)[number]) => (loadable !== undefined ? loadable(r) : r.models === null || r.models.has(model));
     return candidates.every(serves) ? candidates : candidates.filter(serves);
   },
 };

@@ -37,12 +37,20 @@ export const A = {
   /** On each hop's event: the hop's duration in ms, as the histogram observed it. */
   hopMs: 'warmroute.hop.duration_ms',
   link: 'warmroute.link',
+  /** The adapter version chosen for the client's model name (adapters.versions). */
+  adapterVersion: 'warmroute.adapter.version',
+  /** On the adapter load event: the replica, the adapter, the outcome and the wait. */
+  adapter: 'warmroute.adapter',
+  adapterOutcome: 'warmroute.adapter.outcome',
+  adapterLoadMs: 'warmroute.adapter.load_ms',
 } as const;
 
 /** Event names on the SERVER span besides the hops. */
 export const EVENT = {
   /** The first attempt (the SERVER span's own context went to its replica) failed before a response. */
   attemptFailed: 'attempt_failed',
+  /** The request waited for its LoRA adapter to be loaded on its replica (adapters.sources). */
+  adapterLoad: 'warmroute.adapter.load',
 } as const;
 
 /** gen_ai.operation.name by request kind: the Responses API and Anthropic Messages are chats too. */

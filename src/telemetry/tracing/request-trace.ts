@@ -32,6 +32,8 @@ export interface TraceFacts {
   readonly errorCode: string | null;
   /** A tool call cut by the token limit (stream/tool-calls.ts). */
   readonly toolCallTruncated: boolean;
+  /** The client's model name when the gateway chose an adapter version for it (adapters.versions); `model` is the version. */
+  readonly requestedModel?: string | null;
 }
 
 export interface AttemptTarget {
@@ -60,6 +62,8 @@ export interface RequestTrace {
   attempt(target: AttemptTarget): string[];
   /** The open attempt failed: a CLIENT span ends now with the cause; the first attempt's failure is an event. */
   attemptFailed(cause: string): void;
+  /** The request waited for its adapter's load on `replica` (an event at the load's end, performance.now() `at`). */
+  adapterLoaded(replica: string, adapter: string, outcome: string, ms: number, at: number): void;
   /** The exchange was recorded: the hop events from its clock, the attributes, every span ended. */
   end(clock: HopClock, facts: TraceFacts): void;
 }
@@ -124,6 +128,10 @@ class SampledTrace implements RequestTrace {
 
   routed(n: number): void { this.predicted = n; }
 
+  adapterLoaded(replica: string, adapter: string, outcome: string, ms: number, at: number): void {
+    this.server.addEvent(EVENT.adapterLoad, { [A.replica]: replica, [A.adapter]: adapter, [A.adapterOutcome]: outcome, [A.adapterLoadMs]: ms }, epochMs(at));
+  }
+
   attempt(t: AttemptTarget): string[] {
     if (t.index === 0 && !t.resume) {
       this.first = t;
@@ -187,9 +195,10 @@ class SampledTrace implements RequestTrace {
     if (f.reason !== null) { attrs[A.httpRoute] = f.path; attrs[A.routeReason] = f.reason; }
     if (op !== undefined) attrs[A.operation] = op;
     if (f.model !== null) {
-      attrs[A.requestModel] = f.model;
+      attrs[A.requestModel] = f.requestedModel ?? f.model;
       // A replica is chosen among those serving the model by that name, and answers under it.
       if (f.status >= 200 && f.status < 300) attrs[A.responseModel] = f.model;
+      if (f.requestedModel != null) attrs[A.adapterVersion] = f.model;
     }
     if (f.replica !== null) attrs[A.replica] = f.replica;
     // The first attempt's replica answered (no failover, no resume): its address, as the attempt spans have it.
@@ -240,6 +249,7 @@ class UnsampledTrace implements RequestTrace {
   routed(): void {}
   attempt(): string[] { return this.headers ??= contextHeaders(this.server); }
   attemptFailed(): void {}
+  adapterLoaded(): void {}
   end(): void {}
 }
 

@@ -1,0 +1,189 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
+import { startReplica, type SimReplica } from '../../bench/sim/index.js';
+import { FAST } from '../sim/helpers.js';
+import { accessLines, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { waitFor } from '../helpers/wait.js';
+
+const BASE = 'base-m';
+// Adapters on this host's disk: the simulated replica, like vLLM, loads a path only if it is there.
+const dir = mkdtempSync(join(tmpdir(), 'warmroute-adapters-'));
+const path = (name: string) => {
+  const p = join(dir, name);
+  mkdirSync(p, { recursive: true });
+  return p;
+};
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const LORA = { ...FAST, model: BASE, maxLoras: 2, runtimeLoraUpdating: true, checkLoraPaths: true };
+
+async function chat(g: TestGateway, model: string, extra: Record<string, unknown> = {}) {
+  const res = await request(`${g.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, max_tokens: 2, messages: [{ role: 'user', content: 'hello' }], ...extra }),
+  });
+  return { status: res.statusCode, replica: res.headers['x-warmroute-replica'], json: (await res.body.json()) as any };
+}
+
+const replicasView = async (g: TestGateway) => ((await (await request(`${g.adminUrl}/admin/replicas`)).body.json()) as any).replicas as any[];
+const metricsText = async (g: TestGateway) => (await request(`${g.adminUrl}/metrics`)).body.text();
+const counter = (text: string, name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
+const scraped = (g: TestGateway) => waitFor('LoRA slots scraped', async () => (await replicasView(g)).every((r) => r.lora !== null), 5_000);
+
+describe('adapters loaded on demand', () => {
+  let r1: SimReplica;
+  let r2: SimReplica;
+  let g: TestGateway;
+  before(async () => {
+    r1 = await startReplica({ ...LORA, name: 'r1', loraLoadMs: 200 });
+    r2 = await startReplica({ ...LORA, name: 'r2', loraLoadMs: 200 });
+    g = await startGateway([], {
+      upstreams: [{ name: 'r1', url: r1.url }, { name: 'r2', url: r2.url }],
+      health: { statsIntervalMs: 50 },
+      adapters: { sources: { x: path('x'), y: path('y'), bad: join(dir, 'not-there') } },
+    });
+    await scraped(g);
+  });
+  after(async () => {
+    await g.close();
+    await r1.close();
+    await r2.close();
+  });
+
+  it('concurrent first requests of an adapter no replica has wait for one load, then all go where it was loaded', async () => {
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => chat(g, 'x', { user: `u${i}` })));
+    for (const a of answers) assert.equal(a.status, 200, JSON.stringify(a.json));
+    const loads = r1.loraCalls().load + r2.loraCalls().load;
+    assert.equal(loads, 1);
+    const at = answers[0].replica;
+    for (const a of answers) assert.equal(a.replica, at);
+    const lines = accessLines(g.logs).filter((l) => l.model === 'x');
+    assert.equal(lines.length, 6);
+    // Each request that waited has the one load in its access line (one that came after it was done, none).
+    const waited = lines.filter((l) => l.adapterLoadMs !== undefined);
+    assert.ok(waited.length >= 1);
+    assert.equal(new Set(waited.map((l) => l.adapterLoadMs)).size, 1);
+    const text = await metricsText(g);
+    assert.equal(counter(text, 'warmroute_adapter_loads_total', 'outcome="loaded"'), 1);
+    assert.match(text, /warmroute_adapter_load_duration_seconds_count\{outcome="loaded"\} 1/);
+    assert.ok(g.logs.some((l) => l.msg === 'adapter loaded on demand' && l.adapter === 'x' && l.replica === at));
+    // The replica's list was read again: the gateway lists the adapter, the admin view shows it.
+    const view = (await replicasView(g)).find((r) => r.name === at);
+    assert.equal(view.adapters.x, BASE);
+    assert.deepEqual(view.managedAdapters.map((m: any) => [m.adapter, m.loaded, m.inflight]), [['x', true, 0]]);
+    const models = (await (await request(`${g.url}/v1/models`)).body.json()) as any;
+    assert.ok(models.data.some((m: any) => m.id === 'x' && m.parent === BASE));
+    // Later requests go to it without another load.
+    assert.equal((await chat(g, 'x', { user: 'later' })).replica, at);
+    assert.equal(r1.loraCalls().load + r2.loraCalls().load, 1);
+  });
+
+  it('a model neither served nor among adapters.sources is still a 404, and no replica is asked to load it', async () => {
+    const before = r1.loraCalls().load + r2.loraCalls().load;
+    const res = await chat(g, 'nope');
+    assert.equal(res.status, 404);
+    assert.equal(res.json.error.code, 'model_not_found');
+    assert.equal(r1.loraCalls().load + r2.loraCalls().load, before);
+  });
+
+  it('a load the replica refuses is a 502 with its reason, counted and logged, and nothing is registered', async () => {
+    const res = await chat(g, 'bad');
+    assert.equal(res.status, 502);
+    assert.equal(res.json.error.code, 'adapter_load_failed');
+    assert.equal(res.json.error.type, 'server_error');
+    assert.match(res.json.error.message, /could not load adapter `bad`: answered 404: Loading lora bad failed: No adapter found/);
+    assert.equal(counter(await metricsText(g), 'warmroute_adapter_loads_total', 'outcome="failed"'), 1);
+    assert.ok(g.logs.some((l) => l.level === 40 && l.msg.startsWith('adapter load failed') && l.adapter === 'bad'));
+    for (const r of await replicasView(g)) {
+      assert.equal(r.adapters.bad, undefined, r.name);
+      assert.deepEqual(r.managedAdapters.filter((m: any) => m.adapter === 'bad'), [], r.name);
+    }
+    // Still offered as a configured source, as no replica's adapter.
+    const models = (await (await request(`${g.url}/v1/models`)).body.json()) as any;
+    assert.equal(models.data.find((m: any) => m.id === 'bad')?.owned_by, 'warmroute');
+  });
+});
+
+describe('adapters loaded on demand: bounds and failures', () => {
+  const started: SimReplica[] = [];
+  const gateways: TestGateway[] = [];
+  after(async () => {
+    for (const g of gateways) await g.close();
+    for (const r of started) await r.close();
+  });
+  async function fleet(opts: Record<string, unknown>, adapters: Record<string, unknown>) {
+    const r = await startReplica({ ...LORA, name: 'r1', ...opts });
+    started.push(r);
+    const g = await startGateway([], { upstreams: [{ name: 'r1', url: r.url }], health: { statsIntervalMs: 50 }, adapters });
+    gateways.push(g);
+    return { r, g };
+  }
+
+  it('past maxLoadedPerReplica the least recently used adapter with nothing in flight is unloaded first', async () => {
+    const { r, g } = await fleet({ maxLoras: 4, loraLoadMs: 10, stepBaseMs: 5 }, { sources: { a: path('a'), b: path('b'), c: path('c') }, maxLoadedPerReplica: 2 });
+    await scraped(g);
+    assert.equal((await chat(g, 'a')).status, 200);
+    assert.equal((await chat(g, 'b')).status, 200);
+    // b is held by a stream in flight; a is the least recently used and idle: it goes.
+    const stream = await request(`${g.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'b', stream: true, max_tokens: 5000, messages: [{ role: 'user', content: 'long' }] }),
+    });
+    const chunks = stream.body[Symbol.asyncIterator]();
+    await chunks.next();
+    assert.equal((await chat(g, 'c')).status, 200);
+    assert.deepEqual([...(await replicasView(g))[0].models].sort(), [BASE, 'b', 'c'].sort());
+    assert.equal(r.loraCalls().unload, 1);
+    // Now a again: b is the least recently used but still in flight, so c goes instead.
+    assert.equal((await chat(g, 'a')).status, 200);
+    assert.deepEqual([...(await replicasView(g))[0].models].sort(), ['a', 'b', BASE].sort());
+    const text = await metricsText(g);
+    assert.equal(counter(text, 'warmroute_adapter_unloads_total', 'outcome="unloaded"'), 2);
+    assert.ok(g.logs.some((l) => l.msg.startsWith('adapter unloaded') && l.adapter === 'c'));
+    // The stream's client goes: its hold on b is given back once, and b is free to go.
+    await stream.body.destroy();
+    await waitFor('the stream’s hold released', async () => ((await replicasView(g))[0].managedAdapters as any[]).every((m) => m.inflight === 0), 5_000);
+    assert.deepEqual(((await replicasView(g))[0].managedAdapters as any[]).map((m) => m.inflight), [0, 0]);
+  });
+
+  it('a load that does not answer within loadTimeoutMs is a 502 naming the timeout', async () => {
+    const { g } = await fleet({ loraLoadMs: 3_000 }, { sources: { slow: path('slow') }, loadTimeoutMs: 100 });
+    await scraped(g);
+    const res = await chat(g, 'slow');
+    assert.equal(res.status, 502);
+    assert.equal(res.json.error.code, 'adapter_load_failed');
+    assert.match(res.json.error.message, /no answer within 100 ms/);
+    assert.equal(counter(await metricsText(g), 'warmroute_adapter_loads_total', 'outcome="timeout"'), 1);
+    // The failed request's hold is back.
+    assert.ok(((await replicasView(g))[0].managedAdapters as any[]).every((m) => m.inflight === 0));
+  });
+
+  it('a client that leaves while its adapter loads gives its hold back; the load goes on for the next', async () => {
+    const { r, g } = await fleet({ loraLoadMs: 600 }, { sources: { later: path('later') } });
+    await scraped(g);
+    await assert.rejects(request(`${g.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(100),
+      body: JSON.stringify({ model: 'later', max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] }),
+    }).then((res) => res.body.text()));
+    await waitFor('the load done', async () => (await replicasView(g))[0].adapters.later !== undefined, 5_000);
+    assert.deepEqual(((await replicasView(g))[0].managedAdapters as any[]).map((m) => [m.adapter, m.inflight]), [['later', 0]]);
+    assert.equal((await chat(g, 'later')).status, 200);
+    assert.equal(r.loraCalls().load, 1);
+  });
+
+  it('an adapter no replica can load (none has LoRA enabled) is a 503 adapter_unavailable', async () => {
+    const { r, g } = await fleet({ maxLoras: 0 }, { sources: { z: path('z') } });
+    await waitFor('scraped', async () => (await replicasView(g))[0].lastScrapeAt !== null, 5_000);
+    const res = await chat(g, 'z');
+    assert.equal(res.status, 503);
+    assert.equal(res.json.error.code, 'adapter_unavailable');
+    assert.equal(res.json.error.param, 'model');
+    assert.equal(r.loraCalls().load, 0);
+    assert.equal(counter(await metricsText(g), 'warmroute_adapter_loads_total', 'outcome="no_replica"'), 1);
+  });
+});
