@@ -8,6 +8,7 @@ import { identify, identityWithoutBody, validateBody, type IdentityOptions, type
 import { Shed, type Limiter } from '../queue/limiter.js';
 import type { Ended, Recorder } from '../record/record.js';
 import type { TurnCall } from '../record/turns.js';
+import type { SpeechEnd } from '../record/voice-turns.js';
 import type { Decision, Router } from '../routing/types.js';
 import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
 import { createExchangeOwner, type ExchangeOwner, type ExchangeOwnerDeps } from '../upstream/exchange.js';
@@ -87,6 +88,8 @@ class InFlight {
   keyClass: 'interactive' | 'batch' | null = null;
   /** Its call in its session's caller turn (record/turns.ts), once routed. */
   turn: TurnCall | null = null;
+  /** The caller's speech end (a realtime connection of its session) this request answers, once routed. */
+  voice: SpeechEnd | null = null;
   readonly owner: ExchangeOwner<Ended>;
 
   constructor(
@@ -149,7 +152,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
 
   function recordOne(x: InFlight, ended: Ended) {
     try {
-      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key, trace: x.trace, priority: x.priority?.cls ?? null, turn: x.turn });
+      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key, trace: x.trace, priority: x.priority?.cls ?? null, turn: x.turn, voice: x.voice });
       if (x.target !== null && x.identity !== null) deps.served?.(x.identity, x.target, x.body, ended);
     } catch (err) {
       log.error({ err, path: x.path }, 'internal error: recording an ended exchange failed');
@@ -181,6 +184,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     x.clock.routed = nowMs();
     x.trace?.routed(decision.matchedTokens);
     x.turn = recorder.arrived(identity, x.clock);
+    x.voice = recorder.voiceArrived(identity, x.clock);
     if (decision.drift) recorder.drift(identity, decision.drift);
     if (decision.slotWait) recorder.slotWait(identity, decision.ranked[0].name);
     admit(x, () => forwardTo(x, target, body, decision, resumable, streamed));

@@ -37,6 +37,8 @@ export const A = {
   /** On each hop's event: the hop's duration in ms, as the histogram observed it. */
   hopMs: 'warmroute.hop.duration_ms',
   link: 'warmroute.link',
+  /** A voice turn's reply: the caller's transcription.done (realtime) → this request's first token, ms. */
+  voiceTurnGapMs: 'warmroute.voice_turn.gap_ms',
 } as const;
 
 /** Event names on the SERVER span besides the hops. */

@@ -32,6 +32,8 @@ export interface TraceFacts {
   readonly errorCode: string | null;
   /** A tool call cut by the token limit (stream/tool-calls.ts). */
   readonly toolCallTruncated: boolean;
+  /** One voice turn's reply: the caller's speech end on a realtime connection (its span), and the gap to this request's first token. */
+  readonly voice?: { readonly link: SpanContext | null; readonly gapMs: number } | null;
 }
 
 export interface AttemptTarget {
@@ -62,6 +64,8 @@ export interface RequestTrace {
   attemptFailed(cause: string): void;
   /** The exchange was recorded: the hop events from its clock, the attributes, every span ended. */
   end(clock: HopClock, facts: TraceFacts): void;
+  /** Its SERVER span's context (for another span's link); null when not sampled. */
+  context(): SpanContext | null;
 }
 
 /** A caller turn's first call, for the links of the turn's later calls. */
@@ -123,6 +127,8 @@ class SampledTrace implements RequestTrace {
   ) {}
 
   routed(n: number): void { this.predicted = n; }
+
+  context(): SpanContext { return this.server.spanContext(); }
 
   attempt(t: AttemptTarget): string[] {
     if (t.index === 0 && !t.resume) {
@@ -225,6 +231,10 @@ class SampledTrace implements RequestTrace {
         if (first !== undefined) server.addLink({ context: first, attributes: { [A.link]: 'turn_first_call' } });
       }
     }
+    if (f.voice) {
+      server.setAttribute(A.voiceTurnGapMs, f.voice.gapMs);
+      if (f.voice.link !== null) server.addLink({ context: f.voice.link, attributes: { [A.link]: 'voice_turn_speech_end' } });
+    }
     server.end(endTime);
   }
 }
@@ -241,6 +251,7 @@ class UnsampledTrace implements RequestTrace {
   attempt(): string[] { return this.headers ??= contextHeaders(this.server); }
   attemptFailed(): void {}
   end(): void {}
+  context(): null { return null; }
 }
 
 export function beginRequestTrace(tracer: Tracer, links: TurnLinks, headers: IncomingHttpHeaders, method: string, received: number): RequestTrace {
