@@ -347,7 +347,17 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
 
   function relay(c: Connection, client: WebSocket, up: OpenedUpstream, replica: string): void {
     const upstream = up.ws;
-    client.on('error', (e: Error) => { c.clientError = e; });
+    const tooBig = (e: Error) => (e as { code?: string }).code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH';
+    const limitText = () => `over ${deps.config().realtime.maxFrameBytes} bytes (realtime.maxFrameBytes)`;
+    // ws has answered an oversized message with 1009 already (and stops reading the socket): the
+    // connection ends now, not when that socket finally closes.
+    client.on('error', (e: Error) => {
+      c.clientError = e;
+      if (tooBig(e)) end(c, 'frame_too_large', { status: 101, clientCode: 1009, clientReason: `a message ${limitText()}`, toUpstream: [1001, 'the client connection ended'] });
+    });
+    upstream.on('error', (e: Error) => {
+      if (tooBig(e)) end(c, 'frame_too_large', { status: 101, toClient: [1009, `replica ${replica} sent a message ${limitText()}`] });
+    });
     const touch = () => { c.lastActivity = nowMs(); };
     pipe(client, upstream, {
       activity: touch,
@@ -378,18 +388,12 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
     pipe(upstream, client, { activity: touch, message: fromUpstream });
     client.on('close', (code: number, reason: Buffer) => {
       if (c.ended) return;
-      if (c.clientError?.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') {
-        return end(c, 'frame_too_large', { status: 101, clientCode: 1009, clientReason: `a message over ${deps.config().realtime.maxFrameBytes} bytes (realtime.maxFrameBytes)`, toUpstream: [1001, 'the client connection ended'] });
-      }
       const text = reason.toString();
       end(c, 'client', { status: 101, clientCode: code, clientReason: text || null, toUpstream: sendableCode(code) ? [code, text] : code === 1005 ? [null, ''] : [1001, 'the client went away'] });
     });
     upstream.on('close', (code: number, reason: Buffer) => {
       if (c.ended) return;
       const err = c.upstreamError;
-      if (err?.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH') {
-        return end(c, 'frame_too_large', { status: 101, toClient: [1009, `replica ${replica} sent a message over ${deps.config().realtime.maxFrameBytes} bytes (realtime.maxFrameBytes)`] });
-      }
       if (code === 1006 || !sendableCode(code) && code !== 1005) {
         return end(c, 'replica_failed', { status: 101, toClient: [1011, `replica ${replica} failed: ${err?.message ?? 'connection lost'}`] });
       }

@@ -146,7 +146,7 @@ describe('realtime relay', () => {
     const silent = await startWsReplica();
     silent.connect = (ws) => ws.close(1011, 'engine dead');
     const good = await startWsReplica();
-    const g = await gateway([refusing.url, silent.url, good.url]);
+    const g = await gateway([refusing.url, silent.url, good.url], { health: { unhealthyThreshold: 1 } });
     try {
       for (let i = 0; i < 4; i++) {
         const c = await dial(g);
@@ -256,6 +256,144 @@ describe('realtime relay', () => {
     } finally {
       await one.close();
       await Promise.all([r1.close(), r2.close()]);
+    }
+  });
+});
+
+describe('realtime relay: endings', () => {
+  it('closes an idle connection with 1001 and one with a frame over realtime.maxFrameBytes with 1009', async () => {
+    const r = await startWsReplica();
+    const g = await gateway([r.url], { realtime: { idleMs: 300, maxFrameBytes: 1024 } });
+    try {
+      const idle = await dial(g);
+      const closed = await idle.closed;
+      assert.equal(closed.code, 1001);
+      assert.match(closed.reason, /idle for 300 ms/);
+      const big = await dial(g);
+      await waitFor('replica socket', () => r.sockets.length === 2);
+      const upClosed = new Promise<number>((resolve) => r.sockets[1].once('close', (code) => resolve(code)));
+      big.ws.send(Buffer.alloc(2000, 'a'));
+      assert.equal((await big.closed).code, 1009);
+      assert.equal(await upClosed, 1001, 'the replica\'s side closed too');
+      await released(g, [nameOf(r.url)]);
+      const outcomes = accessLines(g.logs).filter((l) => l.path === '/v1/realtime').map((l) => l.outcome);
+      assert.deepEqual(outcomes.sort(), ['frame_too_large', 'idle']);
+    } finally {
+      await g.close();
+      await r.close();
+    }
+  });
+
+  it('a draining replica keeps its connections until timeouts.drainMs, then closes them with 1012; it gets no new ones', async () => {
+    const a = await startWsReplica();
+    const b = await startWsReplica();
+    const g = await gateway([a.url, b.url], { timeouts: { drainMs: 600 } });
+    try {
+      const first = await dial(g);
+      const on = g.gw.realtime.openOn(nameOf(a.url)) === 1 ? a : b;
+      const other = on === a ? b : a;
+      const res = await request(`${g.adminUrl}/admin/replicas/${nameOf(on.url)}/drain`, { method: 'POST' });
+      await res.body.text();
+      assert.ok(res.statusCode >= 200 && res.statusCode < 300, String(res.statusCode));
+      for (let i = 0; i < 3; i++) {
+        const c = await dial(g);
+        assert.equal(g.gw.realtime.openOn(nameOf(other.url)), i + 1, 'new connections go elsewhere');
+        c.ws.send('still here?');
+        await waitFor('echo', () => c.got.length === 2);
+      }
+      first.ws.send('still relayed');
+      await waitFor('echo on the draining replica', () => first.got.length === 2);
+      const closed = await first.closed;
+      assert.equal(closed.code, 1012);
+      assert.match(closed.reason, /drained/);
+    } finally {
+      await g.close();
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it('a gateway that stops closes its realtime connections with 1001 once its drain time is over', async () => {
+    const r = await startWsReplica();
+    const g = await gateway([r.url], { timeouts: { drainMs: 200 } });
+    try {
+      const c = await dial(g);
+      const refusedMeanwhile = g.close();
+      const closed = await c.closed;
+      assert.equal(closed.code, 1001);
+      await refusedMeanwhile;
+      assert.equal(g.gw.realtime.open, 0);
+    } finally {
+      await r.close();
+    }
+  });
+});
+
+describe('realtime relay: against the simulator', () => {
+  const audio = (ms: number) => Buffer.alloc(16 * ms * 2).toString('base64');
+
+  it('transcribes through the gateway, times each utterance per replica, and pins the session for its next connection', async () => {
+    const s1 = await startReplica(FAST, 0);
+    const s2 = await startReplica(FAST, 1);
+    const g = await gateway([s1.url, s2.url]);
+    try {
+      const c = await dial(g, { headers: { 'x-session-id': 'call-42' } });
+      const events = () => c.got.map(([d]) => JSON.parse(d.toString()) as { type: string });
+      const send = (e: object) => c.ws.send(JSON.stringify(e));
+      send({ type: 'session.update', model: s1.config.model });
+      for (let u = 0; u < 2; u++) {
+        send({ type: 'input_audio_buffer.commit' });
+        for (let i = 0; i < 6; i++) send({ type: 'input_audio_buffer.append', audio: audio(40) });
+        send({ type: 'input_audio_buffer.commit', final: true });
+        await waitFor(`utterance ${u}`, () => events().filter((e) => e.type === 'transcription.done').length === u + 1, 10_000);
+      }
+      assert.ok(events().some((e) => e.type === 'transcription.delta'));
+      const replica = [s1, s2].find((s) => s.realtime.open() === 1)!;
+      const name = nameOf(replica.url);
+      c.ws.close();
+      await c.closed;
+      await released(g, [s1.url, s2.url].map(nameOf));
+      const text = await metricsText(g);
+      assert.equal(series(text, 'warmroute_realtime_first_delta_seconds_count', `replica="${name}"`), 2);
+      assert.equal(series(text, 'warmroute_realtime_done_seconds_count', `replica="${name}"`), 2);
+      const line = accessLines(g.logs).find((l) => l.path === '/v1/realtime')!;
+      assert.equal(line.utterances, 2);
+      assert.equal(line.route, 'least_connections');
+
+      // Another connection holds the session's replica: the session's next one goes there all the same.
+      const holders: Client[] = [];
+      for (let i = 0; i < 4 && g.gw.realtime.openOn(name) <= g.gw.realtime.openOn(nameOf((replica === s1 ? s2 : s1).url)); i++) holders.push(await dial(g));
+      const again = await dial(g, { query: '?session_id=ignored', headers: { 'x-session-id': 'call-42' } });
+      again.ws.close();
+      await again.closed;
+      for (const h of holders) h.ws.close();
+      await waitFor('the pinned line', () => accessLines(g.logs).filter((l) => l.path === '/v1/realtime' && l.session !== undefined).length === 2);
+      const pinned = accessLines(g.logs).filter((l) => l.path === '/v1/realtime' && l.session !== undefined)[1];
+      assert.equal(pinned.route, 'pinned');
+      assert.equal(pinned.replica, name);
+      assert.equal(pinned.sessionSource, 'header:x-session-id');
+    } finally {
+      await g.close();
+      await Promise.all([s1.close(), s2.close()]);
+    }
+  });
+
+  it('a simulated replica that crashes mid-utterance: the client gets 1011 with the replica named', async () => {
+    const s = await startReplica(FAST, 0);
+    const g = await gateway([s.url]);
+    try {
+      const c = await dial(g);
+      c.ws.send(JSON.stringify({ type: 'session.update', model: s.config.model }));
+      c.ws.send(JSON.stringify({ type: 'input_audio_buffer.commit' }));
+      c.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: audio(200) }));
+      await waitFor('a delta', () => c.got.some(([d]) => d.includes('transcription.delta')), 10_000);
+      s.fault({ kind: 'crash' });
+      const closed = await c.closed;
+      assert.equal(closed.code, 1011);
+      assert.match(closed.reason, new RegExp(`replica ${nameOf(s.url).replace(/\./g, '\\.')} failed`));
+      await released(g, [nameOf(s.url)]);
+    } finally {
+      await g.close();
+      await s.close();
     }
   });
 });
