@@ -250,10 +250,14 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
     let model: string | null = null;
     let search = '';
     try {
+      // node hands every request that asks to upgrade here (an `Upgrade: h2c` on a chat request too):
+      // only a WebSocket is served this way.
+      const wanted = (req.headers.upgrade ?? '').toLowerCase();
+      if (wanted !== 'websocket') throw tagged(errors.invalidRequest([`Upgrade: ${wanted.slice(0, 32)} is not supported: send the request without an Upgrade header (only /v1/realtime upgrades, to a WebSocket)`]), 'bad_request');
       const target = requestTarget(req.url);
       if (target.path !== REALTIME_PATH || !config.realtime.enabled) throw tagged(errors.notFound([req.method ?? 'GET', target.path]), 'not_found');
       const version = req.headers['sec-websocket-version'];
-      if (req.method !== 'GET' || (req.headers.upgrade ?? '').toLowerCase() !== 'websocket' || !WS_KEY.test(req.headers['sec-websocket-key'] ?? '') || (version !== '13' && version !== '8')) {
+      if (req.method !== 'GET' || !WS_KEY.test(req.headers['sec-websocket-key'] ?? '') || (version !== '13' && version !== '8')) {
         throw tagged(errors.invalidRequest(['A realtime connection is a WebSocket upgrade: GET with Upgrade: websocket']), 'bad_request');
       }
       authorize(c, req);

@@ -4,6 +4,7 @@
 
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 import { request } from 'undici';
 import WebSocket from 'ws';
@@ -47,6 +48,18 @@ async function refusedWith(p: Promise<Client>): Promise<{ status: number; body: 
     if (x.status === undefined) throw e;
     return { status: x.status, body: JSON.parse(x.body ?? '{}') };
   }
+}
+
+/** Writes `text` on a fresh connection and reads until the gateway closes it. */
+function rawExchange(url: string, text: string): Promise<string> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const s = connect(Number(u.port), u.hostname, () => s.write(text));
+    s.on('data', (d) => { out += d.toString(); });
+    s.on('close', () => resolve(out));
+    s.on('error', reject);
+  });
 }
 
 async function metricsText(g: TestGateway): Promise<string> {
@@ -206,6 +219,9 @@ describe('realtime relay', () => {
       const unknown = await refusedWith(dial(g, { headers: auth, query: '?model=no-such-model' }));
       assert.equal(unknown.status, 404);
       assert.equal(unknown.body.error.code, 'model_not_found');
+      const h2c = await rawExchange(g.url, 'POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nconnection: upgrade, http2-settings\r\nupgrade: h2c\r\nhttp2-settings: AAMAAABkAARAAAAAAAIAAAAA\r\ncontent-length: 2\r\n\r\n{}');
+      assert.match(h2c, /^HTTP\/1.1 400 /);
+      assert.match(h2c, /send the request without an Upgrade header/);
       assert.equal(r.upgrades.length, 0, 'nothing refused reached the replica');
       const a = await dial(g, { headers: auth, query: '?model=fixture-model' });
       const b = await dial(g, { headers: auth });
