@@ -150,7 +150,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const handle = createPipeline(pipeline);
   const server = createDataPlaneServer(handle);
   const realtime = createRealtime({
-    registry, store, keyring, metrics, log, voice, tracing,
+    registry, store, keyring, metrics, log, voice, tracing, tls: (origin) => tls.get(origin),
     recorder: createRealtimeRecorder({ metrics, log, sessionTag }),
     config: () => pipeline.config, identity: () => pipeline.identity, draining: isDraining,
     exchangeOpened: () => pipeline.exchangeOpened(), exchangeClosed: () => pipeline.exchangeClosed(),

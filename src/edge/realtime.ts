@@ -49,6 +49,8 @@ export interface RealtimeDeps {
   readonly recorder: RealtimeRecorder;
   readonly voice: VoiceTurns;
   readonly tracing: Tracing | null;
+  /** An https replica's TLS settings (upstreams' `tls`), by origin. */
+  readonly tls?: (origin: string) => { ca?: Buffer; servername?: string } | undefined;
   /** Read per connection: a reload replaces them. */
   config(): ResolvedConfig;
   identity(): IdentityOptions;
@@ -315,7 +317,7 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
       if (r.apiKey !== undefined) headers.authorization = `Bearer ${r.apiKey}`;
       const tc = c.trace?.attempt({ replica: r.name, origin: r.origin, index: attempt, resume: false }) ?? [];
       for (let i = 0; i + 1 < tc.length; i += 2) headers[tc[i]] = tc[i + 1];
-      const opening = openUpstream({ url: `${r.origin.replace(/^http/, 'ws')}${REALTIME_PATH}${x.search}`, protocols: x.offered, headers, maxFrameBytes: rc.maxFrameBytes, timeoutMs: rc.openMs });
+      const opening = openUpstream({ url: `${r.origin.replace(/^http/, 'ws')}${REALTIME_PATH}${x.search}`, protocols: x.offered, headers, maxFrameBytes: rc.maxFrameBytes, timeoutMs: rc.openMs, tls: deps.tls?.(r.origin) });
       c.cancelOpen = opening.cancel;
       const res = await opening.result;
       c.cancelOpen = null;

@@ -27,6 +27,8 @@ export interface OpenOptions {
   readonly maxFrameBytes: number;
   /** Connect and session.created within this. */
   readonly timeoutMs: number;
+  /** An https replica's private CA and the name to verify (upstreams' `tls`). */
+  readonly tls?: { readonly ca?: Buffer; readonly servername?: string };
 }
 
 /**
@@ -34,7 +36,7 @@ export interface OpenOptions {
  * (vLLM speaks first). `cancel` gives up (the client left meanwhile): the socket is dropped.
  */
 export function openUpstream(o: OpenOptions): { result: Promise<OpenResult>; cancel(): void } {
-  const ws = new WebSocket(o.url, [...o.protocols], { headers: o.headers, maxPayload: o.maxFrameBytes, perMessageDeflate: false, autoPong: false, handshakeTimeout: o.timeoutMs, followRedirects: false });
+  const ws = new WebSocket(o.url, [...o.protocols], { headers: o.headers, maxPayload: o.maxFrameBytes, perMessageDeflate: false, autoPong: false, handshakeTimeout: o.timeoutMs, followRedirects: false, skipUTF8Validation: true, ...(o.tls?.ca ? { ca: o.tls.ca } : {}), ...(o.tls?.servername ? { servername: o.tls.servername } : {}) });
   const pending: [Buffer, boolean][] = [];
   let settle!: (r: OpenResult) => void;
   let settled = false;
