@@ -278,7 +278,6 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
         limiter.acquire(place);
       } catch (e) {
         if (!(e instanceof Shed)) throw e;
-        metrics.shed.inc({ reason: 'realtime_limit' });
         throw tagged(e.error, 'gateway_limit');
       }
       c.global = true;
