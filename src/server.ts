@@ -11,6 +11,9 @@ import { createDataPlaneServer } from './edge/listener.js';
 import { errors } from './errors.js';
 import { createKeyring } from './edge/api-keys.js';
 import { createPipeline } from './edge/pipeline.js';
+import { createRealtime, type Realtime } from './edge/realtime.js';
+import { createRealtimeRecorder } from './record/realtime.js';
+import { createVoiceTurns } from './record/voice-turns.js';
 import type { AddressResolver } from './fleet/discovery.js';
 import { createFleet, type Fleet } from './fleet/fleet.js';
 import { createAdapterLoader } from './fleet/adapter-loader.js';
@@ -67,6 +70,8 @@ export interface Gateway {
   readonly responseStore: SessionStore;
   readonly agent: Agent;
   readonly log: Logger;
+  /** Realtime transcription connections (/v1/realtime). */
+  readonly realtime: Realtime;
   /** Probes the fleet once, then listens on both ports; returns the bound addresses. */
   listen(): Promise<{ url: string; adminUrl: string }>;
   /** Stops taking requests, lets open exchanges finish (up to drainMs), then closes everything. */
@@ -134,6 +139,8 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const traced = tracingSettings(config.tracing, deps.env ?? process.env);
   const tracing = traced === null ? null : createTracing(traced, { log, metrics, exporter: deps.traceExporter });
   if (traced !== null) log.info({ url: traced.url, protocol: traced.protocol, sampler: traced.sampler, samplerArg: traced.samplerArg, serviceName: traced.serviceName }, 'tracing on');
+  // A caller's end of speech on a realtime connection, joined to the reply's first token.
+  const voice = createVoiceTurns({ maxSessions: config.turns.maxSessions, maxAgeMs: config.turns.idleMs });
   // Read per request: a reload replaces `config` and `identity` here.
   const pipeline = {
     keyring, globalLimit,
@@ -142,7 +149,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     tracing,
     adapters,
     versions,
-    recorder: createRecorder({ metrics, log, router, sessionTag, turns, adapterTopN: (): number => pipeline.config.adapters.metricsTopN }),
+    recorder: createRecorder({ metrics, log, router, sessionTag, turns, voice, adapterTopN: (): number => pipeline.config.adapters.metricsTopN }),
     identity: identityOptionsOf(config),
     draining: isDraining,
     exchangeOpened() { open.count++; },
@@ -153,6 +160,13 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   };
   const handle = createPipeline(pipeline);
   const server = createDataPlaneServer(handle);
+  const realtime = createRealtime({
+    registry, store, keyring, metrics, log, voice, tracing, tls: (origin) => tls.get(origin),
+    recorder: createRealtimeRecorder({ metrics, log, sessionTag }),
+    config: () => pipeline.config, identity: () => pipeline.identity, draining: isDraining,
+    exchangeOpened: () => pipeline.exchangeOpened(), exchangeClosed: () => pipeline.exchangeClosed(),
+  });
+  server.on('upgrade', realtime.upgrade);
   const beforeScrape = createScrapeGauges({ metrics, known, registry, router, admission, globalLimit });
   // With Redis, a drain by hand through any gateway reaches every gateway (the one it reached
   // hands the sessions off; the others stop placing there).
@@ -176,6 +190,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       (c) => fleet.reconfigure(c),
       (c) => adapters.setOptions(c.adapters),
       (c) => versions.setVersions(c.adapters.versions),
+      (c) => realtime.reconfigure(c),
       (c) => {
         pipeline.config = c;
         pipeline.identity = identityOptionsOf(c);
@@ -198,7 +213,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   };
 
   return {
-    server, admin, registry, router, metrics, health, fleet, store, responseStore, agent, log,
+    server, admin, registry, router, metrics, health, fleet, store, responseStore, agent, log, realtime,
     draining: isDraining,
     reconfigure,
     async listen() {
@@ -237,6 +252,8 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       clearTimeout(timer);
       open.idle = null;
       if (timedOut) log.warn({ open: open.count }, 'drain timeout: closing the remaining streams');
+      // Realtime connections still open are closed with 1001 (their sockets are the server's until then).
+      await realtime.closeAll();
       // Every exchange is over (or out of time): what is left are keep-alive connections that
       // went idle after close() began; they would otherwise hold the process for keepAliveTimeout.
       server.closeAllConnections();

@@ -1,6 +1,7 @@
-// vLLM's realtime transcription endpoint (`/v1/realtime`, a WebSocket: vllm/entrypoints/openai/
-// realtime/), as its connection handler and protocol module define it. The server speaks first
-// (`session.created`); the client validates its model with `session.update`, starts a generation
+// vLLM's realtime transcription endpoint (`/v1/realtime`, a WebSocket: vllm/entrypoints/
+// speech_to_text/realtime/ in vLLM 0.32), as its connection handler and protocol module define it. The server speaks first
+// (`session.created`); the client validates its model with `session.update` (a missing or unknown
+// model is an error event and leaves the session unvalidated), starts a generation
 // with `input_audio_buffer.commit`, streams base64 PCM16 in `input_audio_buffer.append` events,
 // and ends the audio with a commit `{"final": true}`. The generation answers with one
 // `transcription.delta` per chunk of audio it consumed, then `transcription.done` with the whole
@@ -18,6 +19,8 @@ export interface RealtimeOptions {
   readonly stepMs: number;
   /** Audio samples (16 kHz PCM16) per generated token. */
   readonly samplesPerToken: number;
+  /** The model it serves: session.update must name it. */
+  readonly model: string;
 }
 
 export interface Realtime {
@@ -97,11 +100,14 @@ function serve(ws: WebSocket, o: RealtimeOptions, finished: () => void): void {
     }
     switch (event.type) {
       case 'session.update':
-        // vLLM checks the model here but marks the session validated whatever the check said.
+        if (event.model === undefined || event.model === null) return send(errorEvent('Missing required field: model', 'invalid_event'));
+        if (event.model !== o.model) return send(errorEvent(`The model \`${String(event.model)}\` does not exist.`, 'model_not_found'));
         validated = true;
         return;
       case 'input_audio_buffer.append': {
-        const audio = typeof event.audio === 'string' ? Buffer.from(event.audio, 'base64') : Buffer.alloc(0);
+        // pydantic's validation error, answered by the connection's catch-all.
+        if (typeof event.audio !== 'string') return send(errorEvent('1 validation error for InputAudioBufferAppend\naudio\n  Field required', 'processing_error'));
+        const audio = Buffer.from(event.audio, 'base64');
         if (audio.length < 2) return send(errorEvent('Invalid audio data', 'invalid_audio'));
         push(audio.length >> 1);
         return;
@@ -113,7 +119,8 @@ function serve(ws: WebSocket, o: RealtimeOptions, finished: () => void): void {
         if (!generating) void generate();
         return;
       default:
-        return send(errorEvent(`Unknown event type: ${String(event.type)}`, 'unknown_event'));
+        // Python's str() of a missing type.
+        return send(errorEvent(`Unknown event type: ${event.type === undefined || event.type === null ? 'None' : String(event.type)}`, 'unknown_event'));
     }
   });
   ws.on('close', () => {

@@ -196,7 +196,7 @@ export async function startReplica(opts: SimReplicaOptions = {}, index = 0): Pro
 
   const server = createServer({ keepAliveTimeout: 5000 }, (req, res) => handler(req, res));
   // 1,280 samples: 80 ms of 16 kHz audio per transcribed token.
-  const realtime = attachRealtime(server, { stepMs: cfg.stepBaseMs, samplesPerToken: 1280 });
+  const realtime = attachRealtime(server, { stepMs: cfg.stepBaseMs, samplesPerToken: 1280, model: cfg.model });
   const port = await listen(server, cfg.port, cfg.host);
 
   const crash = (f: Extract<Fault, { kind: 'crash' }>) => {

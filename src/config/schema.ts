@@ -505,6 +505,23 @@ export const ConfigSchema = Type.Object({
     maxBytes: Type.Integer({ minimum: 1024, default: 256 * 1024 }),
   }),
   adapters: AdaptersSchema,
+  /**
+   * Realtime transcription (`/v1/realtime`, a WebSocket): each connection is relayed to one replica
+   * for its life (edge/realtime.ts). Connections are counted apart from requests (limits.*).
+   */
+  realtime: Section({
+    enabled: Type.Boolean({ default: true }),
+    /** Realtime connections open at once through this gateway; past it an upgrade is a 503. 0 = no limit. */
+    maxConnections: Type.Integer({ minimum: 0, default: 1024 }),
+    /** Realtime connections open at once on one replica through this gateway; a full replica takes no more. 0 = no limit. */
+    maxConnectionsPerReplica: Type.Integer({ minimum: 0, default: 0 }),
+    /** Largest message either way; a bigger one closes the connection with 1009. */
+    maxFrameBytes: Type.Integer({ minimum: 1024, default: 4 * 1024 * 1024 }),
+    /** A connection with no frame either way (pings included) for this long is closed with 1001. */
+    idleMs: Ms(60_000),
+    /** Connect to a replica and read its session.created within this; past it the next replica is tried. */
+    openMs: Ms(10_000),
+  }),
   redis: Section({
     /**
      * Session pins, and stored-response records under `<keyPrefix>resp:`.

@@ -9,6 +9,7 @@ import { Shed, type Limiter } from '../queue/limiter.js';
 import type { AdapterNote, Ended, Recorder } from '../record/record.js';
 import type { AdapterLoader } from '../fleet/adapter-loader.js';
 import type { TurnCall } from '../record/turns.js';
+import type { SpeechEnd } from '../record/voice-turns.js';
 import type { Decision, Router } from '../routing/types.js';
 import { nowMs, startClock, type HopClock } from '../telemetry/hop-clock.js';
 import { createExchangeOwner, type ExchangeOwner, type ExchangeOwnerDeps } from '../upstream/exchange.js';
@@ -99,6 +100,8 @@ class InFlight {
   /** Its parsed JSON body and kind (a version rollout re-identifies it under the version's name). */
   parsed: Record<string, unknown> | null = null;
   json: RequestKind | null = null;
+  /** The caller's speech end (a realtime connection of its session) this request answers, once routed. */
+  voice: SpeechEnd | null = null;
   readonly owner: ExchangeOwner<Ended>;
 
   constructor(
@@ -164,7 +167,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
 
   function recordOne(x: InFlight, ended: Ended) {
     try {
-      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key, trace: x.trace, priority: x.priority?.cls ?? null, turn: x.turn, adapter: x.adapter });
+      recorder.record({ method: x.req.method ?? '', path: x.path, identity: x.identity, clock: x.clock, ended, key: x.key, trace: x.trace, priority: x.priority?.cls ?? null, turn: x.turn, adapter: x.adapter, voice: x.voice });
       if (x.target !== null && x.identity !== null) deps.served?.(x.identity, x.target, x.body, ended);
     } catch (err) {
       log.error({ err, path: x.path }, 'internal error: recording an ended exchange failed');
@@ -226,6 +229,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     x.clock.routed = nowMs();
     x.trace?.routed(decision.matchedTokens);
     x.turn = recorder.arrived(identity, x.clock);
+    x.voice = recorder.voiceArrived(identity, x.clock);
     if (decision.drift) recorder.drift(identity, decision.drift);
     if (decision.slotWait) recorder.slotWait(identity, decision.ranked[0].name);
     if (decision.adapterSlot !== undefined) {

@@ -16,6 +16,7 @@ import type { TurnCall, TurnPlace, Turns } from './turns.js';
 import type { ToolCallEnd } from '../stream/tool-calls.js';
 import type { PriorityClass } from '../queue/priority.js';
 import type { Ending } from '../upstream/forward.js';
+import type { SpeechEnd, VoiceTurns } from './voice-turns.js';
 
 /** How a request ended, whether or not it was routed. */
 export interface Ended {
@@ -68,7 +69,7 @@ const some = <T>(v: T | null | undefined) => (v === null ? undefined : v);
  * at a time: one allocation and one hidden class instead of a chain of them.
  */
 function accessLine(method: string, path: string, key: string | null, priority: PriorityClass | null, identity: RequestIdentity | null, e: Ended, place: TurnPlace | null,
-  ttft: number | null, overhead: number | null, replicaTtft: number | null, hops: ReturnType<typeof hopsOf>, sessionTag: SessionTagger, truncated: boolean, adapter: AdapterNote | null): Record<string, unknown> {
+  ttft: number | null, overhead: number | null, replicaTtft: number | null, hops: ReturnType<typeof hopsOf>, sessionTag: SessionTagger, truncated: boolean, adapter: AdapterNote | null, voiceGap: number | null): Record<string, unknown> {
   const keyed = identity !== null && identity.sessionKey !== null;
   const u = e.usage;
   const err = e.error;
@@ -91,6 +92,8 @@ function accessLine(method: string, path: string, key: string | null, priority: 
     parseMs: ms(hops.parse), routeMs: ms(hops.route), queueMs: ms(hops.queue), connectMs: ms(hops.connect),
     upstreamHeadersMs: ms(hops.upstream_headers), upstreamFirstTokenMs: ms(hops.upstream_first_token), streamMs: ms(hops.stream),
     replicaTtftMs: ms(replicaTtft),
+    // One voice turn: the caller's transcription.done on a realtime connection → this reply's first token.
+    voiceGapMs: ms(voiceGap),
     promptTokens: u === null ? undefined : some(u.promptTokens),
     cachedTokens: u === null ? undefined : some(u.cachedTokens),
     completionTokens: u === null ? undefined : some(u.completionTokens),
@@ -101,6 +104,9 @@ function accessLine(method: string, path: string, key: string | null, priority: 
     upstreamError: some(e.upstreamError),
   };
 }
+
+/** The request kinds that answer a caller: the reply of a voice turn. */
+const CONVERSATIONAL: ReadonlySet<string> = new Set(['chat', 'messages', 'responses']);
 
 /** How many sessions' tags are kept: a session's every request after its first skips the HMAC. */
 const REMEMBERED_TAGS = 4096;
@@ -141,12 +147,14 @@ export interface Recorder {
   slotWait(identity: RequestIdentity, replica: string): void;
   /** A request routed: its call in its session's caller turn (record/turns.ts), handed back to `record`; null: none. */
   arrived(identity: RequestIdentity, clock: HopClock): TurnCall | null;
+  /** A keyed conversational request routed: the caller's speech end (realtime) it answers, taken; null: none. */
+  voiceArrived(identity: RequestIdentity, clock: HopClock): SpeechEnd | null;
   /**
    * `key`: the client API key's name, when keys are configured; `trace`: its spans (tracing on), ended here;
    * `priority`: the request's class (queue/priority.ts), null when refused before its body was read;
    * `turn`: what `arrived` returned.
    */
-  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null; trace?: RequestTrace | null; priority?: PriorityClass | null; turn?: TurnCall | null; adapter?: AdapterNote | null }): void;
+  record(x: { method: string; path: string; identity: RequestIdentity | null; clock: HopClock; ended: Ended; key?: string | null; trace?: RequestTrace | null; priority?: PriorityClass | null; turn?: TurnCall | null; adapter?: AdapterNote | null; voice?: SpeechEnd | null }): void;
 }
 
 /**
@@ -154,8 +162,8 @@ export interface Recorder {
  * request and decision counters, token counters, the router's feedback and the one access log
  * line.
  */
-export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router; sessionTag: SessionTagger; turns?: Turns; adapterTopN?: () => number }): Recorder {
-  const { metrics: m, log, router, turns } = deps;
+export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Router; sessionTag: SessionTagger; turns?: Turns; adapterTopN?: () => number; voice?: VoiceTurns }): Recorder {
+  const { metrics: m, log, router, turns, voice: voiceTurns } = deps;
   // Per-adapter series: the busiest adapters.metricsTopN by name, the rest as `other`.
   const adapterLabels = createAdapterLabels({
     topN: deps.adapterTopN ?? (() => 10),
@@ -195,6 +203,10 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
   return {
     sessionTag,
     arrived: (identity, clock) => turns?.arrived(identity, clock) ?? null,
+    voiceArrived(identity, clock) {
+      if (voiceTurns === undefined || identity.sessionKey === null || !CONVERSATIONAL.has(identity.kind)) return null;
+      return voiceTurns.claim(identity.sessionKey, clock.received);
+    },
     drift(identity, d) {
       driftBy(d.where).inc();
       const suppressed = driftWarning();
@@ -207,7 +219,9 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
       if (suppressed === null) return;
       log.warn({ replica, session: sessionTag(identity.sessionKey ?? identity.placementKey), suppressed }, 'adapter request sent where it waits for a LoRA slot: every replica serving it without that wait is past the load bound, or none has a slot free');
     },
-    record({ method, path, identity, clock, ended: e, key = null, trace = null, priority = null, turn = null, adapter = null }) {
+    record({ method, path, identity, clock, ended: e, key = null, trace = null, priority = null, turn = null, adapter = null, voice = null }) {
+      const voiceGap = voice !== null && clock.firstToken > 0 ? clock.firstToken - voice.at : null;
+      if (voiceGap !== null) m.voiceTurnGap.observe(voiceGap / 1000);
       const place = turn === null ? null : turns?.ended(turn, clock, e.responseId ?? null) ?? null;
       const hops = hopsOf(clock);
       for (let i = 0; i < HOPS.length; i++) {
@@ -270,7 +284,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
           responseId: e.responseId ?? null,
         });
       }
-      if (log.isLevelEnabled('info')) log.info(accessLine(method, path, key, priority, identity, e, place, ttft, overhead, replicaTtft, hops, sessionTag, truncated, adapter), 'request');
+      if (log.isLevelEnabled('info')) log.info(accessLine(method, path, key, priority, identity, e, place, ttft, overhead, replicaTtft, hops, sessionTag, truncated, adapter, voiceGap), 'request');
       // The spans are built from the same clock readings as the histograms above.
       if (trace) {
         const session = sessionTag(identity?.sessionKey ?? null);
@@ -281,6 +295,7 @@ export function createRecorder(deps: { metrics: Metrics; log: Logger; router: Ro
           session, turnKey: place === null || identity === null ? null : session ?? sessionTag(identity.placementKey),
           turn: place?.turn ?? null, call: place?.call ?? null, errorCode: e.error?.openaiCode ?? null, toolCallTruncated: truncated,
           requestedModel: e.reason !== null ? adapter?.requested ?? null : null,
+          voice: voiceGap === null ? null : { link: voice!.link, gapMs: voiceGap },
         });
       }
     },

@@ -1,5 +1,6 @@
 // The Python voice-agent clients through warmroute: the OpenAI Python SDK (a client per call, and
-// one shared client), LiveKit Agents' OpenAI plugin and Pipecat's OpenAILLMService, each built by
+// one shared client), LiveKit Agents' OpenAI plugin and Pipecat's OpenAILLMService (and the
+// Anthropic Python SDK: anthropic-suite.ts), each built by
 // its README snippet (test/python/clients.py runs them), a few concurrent multi-turn calls each,
 // text only. Per call it checks what the client saw (every reply streamed in pieces) against what
 // the gateway recorded: every turn an SSE stream ending in [DONE], the key arriving where the
@@ -27,6 +28,7 @@ import { DEFAULT_MODEL } from '../../bench/sim/config.js';
 import { createSessionTagger } from '../../src/telemetry/session-tag.js';
 import { accessLines, startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
 import { FAST } from '../sim/helpers.js';
+import { anthropicSuite } from './anthropic-suite.js';
 
 const HERE = new URL('.', import.meta.url).pathname;
 // The gateway's session tags are keyed: the suite holds the key, so it can find each call's lines.
@@ -190,3 +192,6 @@ before(() => {
 });
 if (args.fleet !== 'vllm') suite('simulated vLLM replicas', simFleet);
 if (args.fleet !== 'sim') suite('real fleet', realFleet);
+const anthropic = { venv: VENV, here: HERE, tagSecret: TAG_SECRET, sessionTag, skipWhenUnavailable: args.fleet === 'all' };
+if (args.fleet !== 'vllm') anthropicSuite('simulated vLLM replicas', simFleet, anthropic);
+if (args.fleet !== 'sim') anthropicSuite('real fleet', realFleet, anthropic);

@@ -49,8 +49,16 @@ describe('simulator: realtime transcription', () => {
     c.send({ type: 'response.create' });
     c.send({ type: 'session.update', model: r.config.model });
     c.send({ type: 'input_audio_buffer.append', audio: '' });
-    await waitFor(() => c.events.filter((e) => e.type === 'error').length === 4, 10_000, 'four errors');
-    assert.deepEqual(c.events.filter((e) => e.type === 'error').map((e) => e.code), ['model_not_validated', 'invalid_json', 'unknown_event', 'invalid_audio']);
+    c.send({ type: 'session.update' });
+    c.send({ type: 'session.update', model: 'no-such-model' });
+    c.send({ type: 'input_audio_buffer.append' });
+    c.send({ audio: 'AAAA' });
+    await waitFor(() => c.events.filter((e) => e.type === 'error').length === 8, 10_000, 'eight errors');
+    const errs = c.events.filter((e) => e.type === 'error');
+    assert.deepEqual(errs.map((e) => e.code), ['model_not_validated', 'invalid_json', 'unknown_event', 'invalid_audio', 'invalid_event', 'model_not_found', 'processing_error', 'unknown_event']);
+    assert.equal(errs[4].error, 'Missing required field: model');
+    assert.equal(errs[5].error, 'The model `no-such-model` does not exist.');
+    assert.equal(errs[7].error, 'Unknown event type: None');
     assert.deepEqual(Object.keys(c.events[1]), ['type', 'error', 'code']);
     const other = new WebSocket(`${r.url.replace(/^http/, 'ws')}/v1/other`);
     other.on('error', () => {});

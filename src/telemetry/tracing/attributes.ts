@@ -43,6 +43,8 @@ export const A = {
   adapter: 'warmroute.adapter',
   adapterOutcome: 'warmroute.adapter.outcome',
   adapterLoadMs: 'warmroute.adapter.load_ms',
+  /** A voice turn's reply: the caller's transcription.done (realtime) → this request's first token, ms. */
+  voiceTurnGapMs: 'warmroute.voice_turn.gap_ms',
 } as const;
 
 /** Event names on the SERVER span besides the hops. */

@@ -34,6 +34,8 @@ export interface TraceFacts {
   readonly toolCallTruncated: boolean;
   /** The client's model name when the gateway chose an adapter version for it (adapters.versions); `model` is the version. */
   readonly requestedModel?: string | null;
+  /** One voice turn's reply: the caller's speech end on a realtime connection (its span), and the gap to this request's first token. */
+  readonly voice?: { readonly link: SpanContext | null; readonly gapMs: number } | null;
 }
 
 export interface AttemptTarget {
@@ -66,6 +68,8 @@ export interface RequestTrace {
   adapterLoaded(replica: string, adapter: string, outcome: string, ms: number, at: number): void;
   /** The exchange was recorded: the hop events from its clock, the attributes, every span ended. */
   end(clock: HopClock, facts: TraceFacts): void;
+  /** Its SERVER span's context (for another span's link); null when not sampled. */
+  context(): SpanContext | null;
 }
 
 /** A caller turn's first call, for the links of the turn's later calls. */
@@ -131,6 +135,7 @@ class SampledTrace implements RequestTrace {
   adapterLoaded(replica: string, adapter: string, outcome: string, ms: number, at: number): void {
     this.server.addEvent(EVENT.adapterLoad, { [A.replica]: replica, [A.adapter]: adapter, [A.adapterOutcome]: outcome, [A.adapterLoadMs]: ms }, epochMs(at));
   }
+  context(): SpanContext { return this.server.spanContext(); }
 
   attempt(t: AttemptTarget): string[] {
     if (t.index === 0 && !t.resume) {
@@ -234,6 +239,10 @@ class SampledTrace implements RequestTrace {
         if (first !== undefined) server.addLink({ context: first, attributes: { [A.link]: 'turn_first_call' } });
       }
     }
+    if (f.voice) {
+      server.setAttribute(A.voiceTurnGapMs, f.voice.gapMs);
+      if (f.voice.link !== null) server.addLink({ context: f.voice.link, attributes: { [A.link]: 'voice_turn_speech_end' } });
+    }
     server.end(endTime);
   }
 }
@@ -251,6 +260,7 @@ class UnsampledTrace implements RequestTrace {
   attemptFailed(): void {}
   adapterLoaded(): void {}
   end(): void {}
+  context(): null { return null; }
 }
 
 export function beginRequestTrace(tracer: Tracer, links: TurnLinks, headers: IncomingHttpHeaders, method: string, received: number): RequestTrace {
