@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { startReplica, type SimReplica } from '../../bench/sim/index.js';
 import { FAST } from '../sim/helpers.js';
-import { accessLines, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { accessLines, chatModel, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 
 const BASE = 'base-m';
@@ -21,14 +21,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 const LORA = { ...FAST, model: BASE, maxLoras: 2, runtimeLoraUpdating: true, checkLoraPaths: true };
 
-async function chat(g: TestGateway, model: string, extra: Record<string, unknown> = {}) {
-  const res = await request(`${g.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model, max_tokens: 2, messages: [{ role: 'user', content: 'hello' }], ...extra }),
-  });
-  return { status: res.statusCode, replica: res.headers['x-warmroute-replica'], json: (await res.body.json()) as any };
-}
+const chat = chatModel;
 
 const replicasView = async (g: TestGateway) => ((await (await request(`${g.adminUrl}/admin/replicas`)).body.json()) as any).replicas as any[];
 const metricsText = async (g: TestGateway) => (await request(`${g.adminUrl}/metrics`)).body.text();

@@ -3,19 +3,12 @@ import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { startReplica, type SimReplica } from '../../bench/sim/index.js';
 import { FAST } from '../sim/helpers.js';
-import { startGateway, type TestGateway } from '../helpers/gateway.js';
+import { chatModel, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 
 const BASE = 'base-m';
 
-async function chat(g: TestGateway, model: string, extra: Record<string, unknown> = {}) {
-  const res = await request(`${g.url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model, max_tokens: 2, messages: [{ role: 'user', content: 'hello' }], ...extra }),
-  });
-  return { status: res.statusCode, replica: res.headers['x-warmroute-replica'], json: (await res.body.json()) as any };
-}
+const chat = chatModel;
 
 describe('a fleet of adapters: what the gateway lists and refuses', () => {
   let r1: SimReplica;

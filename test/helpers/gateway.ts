@@ -104,3 +104,13 @@ export function fixtureAndGateway(raw: Record<string, any> = {}): { a: FixtureUp
   });
   return env;
 }
+
+/** A two-token chat request naming `model` (an adapter or a base model): its status, replica and JSON body. */
+export async function chatModel(g: Pick<TestGateway, 'url'>, model: string, extra: Record<string, unknown> = {}): Promise<{ status: number; replica: string | string[] | undefined; json: any }> {
+  const res = await request(`${g.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, max_tokens: 2, messages: [{ role: 'user', content: 'hello' }], ...extra }),
+  });
+  return { status: res.statusCode, replica: res.headers['x-warmroute-replica'], json: (await res.body.json()) as any };
+}
