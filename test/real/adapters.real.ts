@@ -41,6 +41,12 @@ describe('real vLLM with LoRA adapters', { skip }, () => {
         versions: { tenant: { [lora.preloaded[0]]: 50, [lora.preloaded[1] ?? lora.preloaded[0]]: 50 } },
       },
     });
+    // vLLM sets vllm:lora_requests_info only once a LoRA request has run (before that the gauge
+    // has no sample): one adapter request to each replica first.
+    for (const r of f.replicas) {
+      const res = await fetch(`${r.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: lora.preloaded[0], prompt: 'hello', max_tokens: 1 }) });
+      await res.arrayBuffer();
+    }
     await waitFor('slots scraped', async () => (await view(g)).every((r) => r.lora !== null && r.lora.maxLoras === lora.maxLoras), 30_000);
   });
   after(async () => { await g?.close(); });
