@@ -4,30 +4,18 @@
 // following its prefix, the gateway's 404 raised as the SDK's NotFoundError, count_tokens.
 
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { SessionTagger } from '../../src/telemetry/session-tag.js';
 import { startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
+import { runPythonJson } from './python-json.js';
 
 interface Fleet { urls: string[]; model: string; close(): Promise<void> }
 interface Turn { pieces: number; text: string; stop: string; output_tokens: number; replica: string; route: string }
 
-function runPython(venv: string, script: string, args: string[]): Promise<{ out: any; stderr: string }> {
-  const py = spawn(join(venv, 'bin/python'), [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '', HOME: homedir() } });
-  let out = '';
-  let err = '';
-  py.stdout.on('data', (d) => (out += d));
-  py.stderr.on('data', (d) => (err += d));
-  return new Promise((resolve, reject) => {
-    py.on('error', reject);
-    py.on('close', (code) => {
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      if (line === undefined) reject(new Error(`${script} exited ${code} with no result; stderr:\n${err.slice(-4000)}`));
-      else resolve({ out: JSON.parse(line), stderr: err });
-    });
-  });
+async function runPython(venv: string, script: string, args: string[]): Promise<{ out: any; stderr: string }> {
+  const { lines, stderr } = await runPythonJson(join(venv, 'bin/python'), script, args);
+  return { out: lines[0], stderr };
 }
 
 export function anthropicSuite(name: string, makeFleet: () => Promise<Fleet | string>, o: { venv: string; here: string; tagSecret: string; sessionTag: SessionTagger; skipWhenUnavailable: boolean }): void {

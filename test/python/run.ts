@@ -16,7 +16,7 @@
 // (test/python/install.sh, outside the tree).
 
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +29,7 @@ import { createSessionTagger } from '../../src/telemetry/session-tag.js';
 import { accessLines, startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
 import { FAST } from '../sim/helpers.js';
 import { anthropicSuite } from './anthropic-suite.js';
+import { runPythonJson } from './python-json.js';
 
 const HERE = new URL('.', import.meta.url).pathname;
 // The gateway's session tags are keyed: the suite holds the key, so it can find each call's lines.
@@ -85,25 +86,10 @@ async function simFleet(): Promise<Fleet> {
 }
 
 /** Runs one client's calls (clients.py under the venv's python); the JSON line of each call. */
-function runClient(client: string, baseUrl: string, model: string): Promise<{ calls: CallLine[]; stderr: string }> {
-  const py = spawn(join(VENV, 'bin/python'), [join(HERE, 'clients.py'), '--base-url', `${baseUrl}/v1`, '--model', model, '--calls', String(CALLS), '--turns', String(TURNS), '--clients', client], {
-    cwd: HERE,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // A bare environment: no key or proxy setting of the caller's reaches the clients.
-    env: { PATH: process.env.PATH ?? '', HOME: homedir(), OPENAI_API_KEY: 'unused' },
-  });
-  let out = '';
-  let err = '';
-  py.stdout.on('data', (d) => (out += d));
-  py.stderr.on('data', (d) => (err += d));
-  return new Promise((resolve, reject) => {
-    py.on('error', reject);
-    py.on('close', (code) => {
-      const lines = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as CallLine);
-      if (lines.length === 0) reject(new Error(`clients.py --clients ${client} exited ${code} with no result; stderr:\n${err.slice(-4000)}`));
-      else resolve({ calls: lines, stderr: err });
-    });
-  });
+async function runClient(client: string, baseUrl: string, model: string): Promise<{ calls: CallLine[]; stderr: string }> {
+  const args = ['--base-url', `${baseUrl}/v1`, '--model', model, '--calls', String(CALLS), '--turns', String(TURNS), '--clients', client];
+  const { lines, stderr } = await runPythonJson(join(VENV, 'bin/python'), join(HERE, 'clients.py'), args, { cwd: HERE, env: { OPENAI_API_KEY: 'unused' } });
+  return { calls: lines as CallLine[], stderr };
 }
 
 async function pinnedReplica(g: TestGateway, key: string): Promise<string | null> {
