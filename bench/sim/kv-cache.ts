@@ -61,24 +61,17 @@ export function createBlockPool(numGpuBlocks: number, events: PoolEvents | null 
     inFree[id] = 0;
     free--;
   }
-  function prepend(id: number): void {
-    const first = next[head];
-    prev[first] = id;
-    next[id] = first;
-    prev[id] = head;
-    next[head] = id;
+  function insertAfter(at: number, id: number): void {
+    const after = next[at];
+    prev[after] = id;
+    next[id] = after;
+    prev[id] = at;
+    next[at] = id;
     inFree[id] = 1;
     free++;
   }
-  function append(id: number): void {
-    const last = prev[head];
-    next[last] = id;
-    prev[id] = last;
-    next[id] = head;
-    prev[head] = id;
-    inFree[id] = 1;
-    free++;
-  }
+  const prepend = (id: number): void => insertAfter(head, id);
+  const append = (id: number): void => insertAfter(prev[head], id);
   function reset(): void {
     if (events !== null && byHash.size > 0) events.cleared();
     prev[head] = head;

@@ -27,15 +27,23 @@ test('adapters are listed in /v1/models with their base model as parent, and ans
   assert.equal(unknown.status, 404);
 });
 
-test('a request for another adapter waits for a slot while max_loras adapters run; one of a running adapter does not', async (t) => {
-  const r = await replica(t, { ...LORA, outputTokens: { min: 40, max: 40 } });
-  // Slowed while the queue is looked at, so the first is still running when the others arrive.
+/**
+ * A replica of `maxLoras` slots, slowed while the queue is looked at so that the first request is
+ * still running when the others arrive: one request of adapter a running, then one of b sent.
+ */
+async function aRunningThenB(t: Parameters<typeof replica>[0], maxLoras: number) {
+  const r = await replica(t, { ...LORA, maxLoras, outputTokens: { min: 40, max: 40 } });
   r.fault({ kind: 'slow', factor: 20 });
   const t0 = performance.now();
   const first = chat(r.url, { model: 'a', messages: user('first of a') });
   await waitFor(() => r.counters().running === 1, 2000, 'a running');
   const tb = performance.now();
   const other = chat(r.url, { model: 'b', messages: user('one of b') });
+  return { r, t0, first, tb, other };
+}
+
+test('a request for another adapter waits for a slot while max_loras adapters run; one of a running adapter does not', async (t) => {
+  const { r, t0, first, tb, other } = await aRunningThenB(t, 1);
   await waitFor(() => r.counters().requests === 2, 2000, 'b in');
   const ta = performance.now();
   const same = chat(r.url, { model: 'a', messages: user('second of a') });
@@ -52,13 +60,7 @@ test('a request for another adapter waits for a slot while max_loras adapters ru
 });
 
 test('with a free slot a second adapter runs at once beside the first', async (t) => {
-  const r = await replica(t, { ...LORA, maxLoras: 2, outputTokens: { min: 40, max: 40 } });
-  r.fault({ kind: 'slow', factor: 20 });
-  const t0 = performance.now();
-  const first = chat(r.url, { model: 'a', messages: user('first of a') });
-  await waitFor(() => r.counters().running === 1, 2000, 'a running');
-  const tb = performance.now();
-  const other = chat(r.url, { model: 'b', messages: user('one of b') });
+  const { r, t0, first, tb, other } = await aRunningThenB(t, 2);
   await waitFor(() => r.counters().running === 2, 4000, 'b running beside a');
   r.clearFaults('slow');
   const [a1, b] = await Promise.all([first, other]);

@@ -177,8 +177,8 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
     const scale = d.cost.tokenScale();
     const capacity = candidates.map((r) => (r.kvCapacityTokens !== null && r.kvCapacityTokens > 0 ? r.kvCapacityTokens : Infinity));
     const ws = d.workingSet;
-    const agent = agentOfPlacement(ctx.identity, ctx.warm);
     if (ctx.pressured === undefined) return null;
+    const agent = agentOfPlacement(ctx.identity, ctx.warm);
     if (!ctx.pressured(candidates)) {
       if (!capacity.every(Number.isFinite)) return null;
       return placeForGrowth({
