@@ -128,7 +128,8 @@ async function versusCmd(a: Flags, out: string): Promise<void> {
   const md = [
     `${name} (${w.groups} prompts × ${w.usersPerGroup} users${'zipf' in w && w.zipf !== undefined ? `, Zipf ${w.zipf} popularity` : ''}, ${w.ratePerS}/s for ${w.durationS} s), ${n} orders on 2 replicas of ${engine.kvBlocks} × ${engine.blockSize}-token blocks:`, '',
     '| | warmroute | SGLang `cache_aware` (model) | round-robin | best shape, median | best in hindsight |', '|---|---:|---:|---:|---:|---:|',
-    `| mean hit rate | ${pc(v.mean.warmroute)} | ${pc(v.mean.sglang)} | ${pc(v.mean.roundRobin)} | ${pc(v.mean.bestShapeMedian)} | ${pc(v.mean.best)} |`, '',
+    `| mean hit rate | ${pc(v.mean.warmroute)} | ${pc(v.mean.sglang)} | ${pc(v.mean.roundRobin)} | ${pc(v.mean.bestShapeMedian)} | ${pc(v.mean.best)} |`,
+    '| hits by popularity: busiest ¼ of prompts / next ¼ / quieter ½ | ' + [v.byPopularity.warmroute, v.byPopularity.sglang].map((x) => (x === null ? '—' : x.map((y) => pc(y)).join(' / '))).join(' | ') + ' | — | — | ' + (v.byPopularity.best === null ? '—' : v.byPopularity.best.map((y) => pc(y)).join(' / ')) + ' |', '',
     `warmroute − SGLang per order: ${v.diffMean.toFixed(1)} ± ${v.diffSd.toFixed(1)} points (mean ± sd); warmroute ahead or equal on ${v.aheadOrEqual} of ${n} orders, so ahead in three independent runs with probability ≈ ${((v.aheadOrEqual / n) ** 3).toFixed(2)}.`,
   ].join('\n');
   writeFileSync(join(out, `versus-${name}.json`), `${JSON.stringify({ workload: name, ...w, engine, ...v }, null, 2)}\n`);

@@ -43,6 +43,19 @@ describe('warmroute against SGLang cache_aware on the calibrated simulator', () 
     assert.ok(v.mean.warmroute > 1.8 * v.mean.roundRobin);
   });
 
+  it('shared prompts of Zipf popularity that overflow the fleet: the busiest stay warm, the quieter are the ones left cold', () => {
+    const w = { ...(WORKLOADS['shared-pressure'] as SharedPrefixWorkload), zipf: 0.8 };
+    const v = versus((seed) => syntheticSharedTrace(w, seed, ENGINE), SEEDS, { ideal: false });
+    const [busiest, next, quieter] = v.byPopularity.warmroute as [number, number, number];
+    const figures = `${(100 * busiest).toFixed(1)}% / ${(100 * next).toFixed(1)}% / ${(100 * quieter).toFixed(1)}%`;
+    // Containment sends the prompts that come late (the quieter ones, under Zipf) to the replica
+    // that overflows, and vLLM's LRU keeps what comes back soonest: spreading every prompt over
+    // both replicas (round-robin) gets the busiest quarter ~50%.
+    assert.ok(busiest > 0.72 && busiest > quieter + 0.3, figures);
+    assert.ok(next > quieter, figures);
+    assert.ok(v.mean.warmroute >= v.mean.sglang - 0.01, `${(100 * v.mean.warmroute).toFixed(1)}% against ${(100 * v.mean.sglang).toFixed(1)}%`);
+  });
+
   it('multi-turn completions (no declared system prompt): a group\'s sessions join the replica its prompt is warm on', () => {
     const v = versus((seed) => syntheticMultiTurnTrace(MULTI_TURN, seed, ENGINE), SEEDS, { ideal: false });
     // Placing each session by load alone, as before the warm prefix stood for the agent, got
