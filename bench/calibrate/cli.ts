@@ -20,7 +20,7 @@ import { recordRun } from './record.js';
 import { readTrace, writeTrace, type Trace } from './trace.js';
 import { WORKLOADS } from './workloads.js';
 
-const USAGE = `usage: npm run bench:calibrate -- <record|replay> [flags]
+const USAGE = `usage: npm run bench:calibrate -- <record|replay|versus> [flags]
 
   record: --workloads LIST (${Object.keys(WORKLOADS).join(',')})
           --strategies LIST (affinity,round-robin,session-hash)   --rounds N (1)   --duration-s N (the workload's)
