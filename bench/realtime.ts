@@ -26,7 +26,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { fmt, percentiles, type Percentiles } from './lib/percentiles.js';
 import { cpuSecondsOf } from './lib/cpu.js';
 import { freePort, startChildLines, TSX, type Child } from './lib/procs.js';
-import { gatewayConfigFile, startWarmroute, type Target } from './overhead/targets.js';
+import { gatewayConfigFile, gatewayEntry, startWarmroute, type Target } from './overhead/targets.js';
 import { DEFAULT_MODEL } from './sim/config.js';
 
 const { values: args } = parseArgs({
@@ -44,6 +44,8 @@ const { values: args } = parseArgs({
     // gateway's process (NODE_OPTIONS=--cpu-prof, WS_NO_BUFFER_UTIL=1): what an A/B compares.
     gateway: { type: 'string' },
     'gateway-env': { type: 'string', multiple: true, default: [] },
+    // node's own flags for the gateway (--cpu-prof, which NODE_OPTIONS does not take).
+    'gateway-node-arg': { type: 'string', multiple: true, default: [] },
     out: { type: 'string', default: 'bench/out' },
   },
 });
@@ -57,7 +59,8 @@ const GATEWAY_ENV: NodeJS.ProcessEnv = Object.fromEntries(args['gateway-env']!.m
 
 /** A gateway of this checkout's build (or --gateway's), ready once its health probe saw every replica up. */
 async function startGateway(config: Record<string, unknown>): Promise<Target> {
-  const t = await startWarmroute('', ['--config', gatewayConfigFile(config), '--log-level', 'warn'], args.gateway, 'warmroute', GATEWAY_ENV);
+  const entry = [...args['gateway-node-arg']!, ...(args.gateway ? [args.gateway] : gatewayEntry())];
+  const t = await startWarmroute('', ['--config', gatewayConfigFile(config), '--log-level', 'warn'], entry, 'warmroute', GATEWAY_ENV);
   for (let i = 0; ; i++) {
     const r = (await (await fetch(`${t.adminUrl}/admin/replicas`)).json()) as { replicas: { state: string }[] };
     if (r.replicas.every((x) => x.state === 'up')) return t;
@@ -373,7 +376,7 @@ const cpuUsPerFrame = (gatewayCpuS * 1e6) / Math.max(1, gatewayFrames);
 const lines = [
   `# Realtime relay (${new Date().toISOString().slice(0, 10)})`,
   '',
-  `\`npm run bench:realtime\`${args.gateway ? ` (gateway ${args.gateway})` : ''}${Object.keys(GATEWAY_ENV).length ? ` (gateway env ${args['gateway-env']!.join(' ')})` : ''}; load average at start ${load0.toFixed(1)}.`,
+  `\`npm run bench:realtime\`${args.gateway ? ` (gateway ${args.gateway})` : ''}${Object.keys(GATEWAY_ENV).length ? ` (gateway env ${args['gateway-env']!.join(' ')})` : ''}${args['gateway-node-arg']!.length ? ` (node ${args['gateway-node-arg']!.join(' ')})` : ''}; load average at start ${load0.toFixed(1)}.`,
   ...(PARTS.has('latency') ? [
     '',
     `${CONNS} connections × one 20 ms audio frame every 20 ms, ${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s per target (first ${WARMUP_MS} ms of each not measured).`,
