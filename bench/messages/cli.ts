@@ -1,10 +1,10 @@
 /**
  * npm run bench:messages [-- --real] — do Anthropic SDK conversations through warmroute get the
  * prefix cache as the same conversations over the chat API do, and does the SDK raise every
- * failure mid-stream? One run, one gateway, one fleet:
+ * failure mid-stream? One run, one fleet:
  *  1. the same workload (agents' system prompts, callers' turns) four times: Anthropic's SDK on
  *     /v1/messages and OpenAI's on /v1/chat/completions, each keyed (x-session-id) and keyless,
- *     every replica's prefix cache emptied before each; the hit rate of each from the replicas' own
+ *     every replica's prefix cache emptied and a new gateway started before each; the hit rate of each from the replicas' own
  *     counters (vllm:prefix_cache_hits / queries, the difference over the arm). Rounds rotate the
  *     arms' order, each round its own prompts.
  *  2. failures injected mid-stream: a proxy in front of each replica kills chosen streams after 1–4
@@ -21,7 +21,7 @@ import { ensureFleet } from '../real/fleet-vllm.js';
 import { simFleet, vllmFleet, type PeerFleet } from '../peers/fleet.js';
 import { startGateway } from '../voice/fleet.js';
 import { buildWorkload, type WorkloadOptions } from '../voice/workload.js';
-import { APIS, inject, runArm, type Api, type Injection, type TurnResult } from './conversations.js';
+import { APIS, inject, runArm, type Api, type Injection, type Target, type TurnResult } from './conversations.js';
 import { startCutProxy } from './cut-proxy.js';
 
 const USAGE = `usage: npm run bench:messages -- [--real] [--replicas N (2)] [--sessions N (12)] [--turns N (4)] [--groups N (6)]
@@ -78,25 +78,26 @@ const workloadOf = (seed: number): ReturnType<typeof buildWorkload> => buildWork
 });
 
 const proxies = await Promise.all(fleet.urls.map((u) => startCutProxy(u)));
-// Health probes pass through the proxies, which share this process with every client: on a loaded
-// machine a probe may wait for it past the default 1 s, and a replica counted down would turn
-// this into a benchmark of 503s. The figures here are about caching and errors, not health.
-const gateway = await startGateway(proxies.map((p) => p.url), 'affinity', [], fleet.kvEvents, { health: { probeTimeoutMs: 5_000, unhealthyThreshold: 5 } });
-const target = { url: gateway.url, model: fleet.model, maxTokens: MAX_TOKENS };
-
 /**
- * Until the gateway sees every replica up again (bounded): a reset drops what the replicas had in
- * flight, and the gateway may have counted one down meanwhile.
+ * A gateway of its own for `f`, in front of the proxies: each arm starts from what a new gateway
+ * knows (nothing), as it starts from emptied caches. One gateway for all would carry an arm's
+ * pins and prefix index into the next, and take the reset's zeroed counters for a restart, which
+ * it answers by warming the replica with the hottest prompts it saw: the next arm's own prompts.
+ * Health probes pass through the proxies, which share this process with every client: on a loaded
+ * machine a probe may wait for it past the default 1 s, and a replica counted down would turn the
+ * arm into a count of 503s. The figures here are about caching and errors, not health.
  */
-async function gatewayReady(): Promise<void> {
-  let states = '';
-  for (let i = 0; i < 300; i++) {
-    const r = (await (await fetch(`${gateway.adminUrl}/admin/replicas`)).json()) as { replicas: { name: string; state: string }[] };
-    if (r.replicas.every((x) => x.state === 'up')) return;
-    states = r.replicas.map((x) => `${x.name} ${x.state}`).join(', ');
-    await new Promise((res) => setTimeout(res, 100));
+async function withGateway<T>(f: (t: Target) => Promise<T>): Promise<T> {
+  const gateway = await startGateway(proxies.map((p) => p.url), 'affinity', [], fleet.kvEvents, { health: { probeTimeoutMs: 5_000, unhealthyThreshold: 5 } });
+  try {
+    return await f({ url: gateway.url, model: fleet.model, maxTokens: MAX_TOKENS });
+  } catch (e) {
+    const replicas = await (await fetch(`${gateway.adminUrl}/admin/replicas`)).text().catch(() => '(no answer)');
+    progress(`failed; the gateway's replicas: ${replicas}\nits last output:\n${gateway.died() ?? gateway.lastOutput()}`);
+    throw e;
+  } finally {
+    await gateway.stop();
   }
-  throw new Error(`the gateway did not see every replica up within 30 s of a reset: ${states}`);
 }
 
 interface ArmRow { round: number; api: Api; keyed: boolean; queries: number; hits: number; hitRate: number; ttft: ReturnType<typeof percentiles>; routes: Record<string, number> }
@@ -106,19 +107,17 @@ const rows: ArmRow[] = [];
 const ttfts = new Map<string, number[]>();
 const arms = APIS.flatMap((api) => [true, false].map((keyed) => ({ api, keyed })));
 let resets = true;
-try {
-  for (let round = 0; round < ROUNDS; round++) {
-    // Each round its own prompts; the arms in another order each round, so none always goes first.
-    const w = workloadOf(round + 1);
-    const order = round % 2 === 0 ? arms : [...arms].reverse();
-    for (const { api, keyed } of order) {
-      const reset = await fleet.reset();
-      await gatewayReady();
-      if (!reset && resets) {
-        resets = false;
-        progress('warning: the fleet cannot empty its prefix caches (a vLLM outside dev mode): each arm after the first starts with the ones before it in cache');
-      }
-      progress(`round ${round + 1}/${ROUNDS}: ${api} ${keyed ? 'keyed' : 'keyless'}, ${w.sessions.length} sessions × ${w.options.turns} turns`);
+for (let round = 0; round < ROUNDS; round++) {
+  // Each round its own prompts; the arms in another order each round, so none always goes first.
+  const w = workloadOf(round + 1);
+  const order = round % 2 === 0 ? arms : [...arms].reverse();
+  for (const { api, keyed } of order) {
+    if (!(await fleet.reset()) && resets) {
+      resets = false;
+      progress('warning: the fleet cannot empty its prefix caches (a vLLM outside dev mode): each arm after the first starts with the ones before it in cache');
+    }
+    progress(`round ${round + 1}/${ROUNDS}: ${api} ${keyed ? 'keyed' : 'keyless'}, ${w.sessions.length} sessions × ${w.options.turns} turns`);
+    await withGateway(async (target) => {
       const before = await fleet.prefixCounters();
       const turns: TurnResult[] = await runArm(api, target, w, keyed);
       const after = await fleet.prefixCounters();
@@ -128,22 +127,18 @@ try {
       for (const t of turns) routes[t.route] = (routes[t.route] ?? 0) + 1;
       rows.push({ round, api, keyed, queries, hits, hitRate: queries > 0 ? hits / queries : 0, ttft: percentiles(turns.map((t) => t.ttftMs)), routes });
       ttfts.set(`${api} ${keyed}`, [...(ttfts.get(`${api} ${keyed}`) ?? []), ...turns.map((t) => t.ttftMs)]);
-      progress(`  hit rate ${(100 * rows[rows.length - 1].hitRate).toFixed(1)}% (${hits} of ${queries} prompt tokens)`);
-    }
+      progress(`  hit rate ${(100 * (queries > 0 ? hits / queries : 0)).toFixed(1)}% (${hits} of ${queries} prompt tokens)`);
+    });
   }
-} finally {
-  if (gateway.died()) progress(`the gateway ${gateway.died()}`);
 }
 
 const injections: Partial<Record<Api, Injection>> = {};
-for (const api of APIS) {
-  if (ERRORS === 0) break;
+const wasCut = (id: string) => proxies.some((p) => p.cut.has(id));
+for (const api of ERRORS > 0 ? APIS : []) {
   progress(`injecting ${ERRORS} mid-stream failures into ${api} streams`);
-  const wasCut = (id: string) => proxies.some((p) => p.cut.has(id));
-  injections[api] = await inject(api, target, workloadOf(1000), ERRORS, wasCut);
+  injections[api] = await withGateway((target) => inject(api, target, workloadOf(1000), ERRORS, wasCut));
 }
 
-await gateway.stop();
 await Promise.all(proxies.map((p) => p.close()));
 await fleet.stop();
 
