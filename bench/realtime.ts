@@ -321,6 +321,8 @@ let gatewayCpuS = 0;
 let gatewayFrames = 0;
 let ordering: OrderResult[] = [];
 let orderS = 0;
+/** The gateway's CPU over the ordering part. */
+let orderCpuS = 0;
 if (PARTS.has('latency') || PARTS.has('order')) {
   const gwLatency = await startGateway({ upstreams: [{ url: replica.url }], realtime: { maxConnections: 0 } });
   const gatewayPid = gwLatency.child?.proc.pid ?? 0;
@@ -340,7 +342,9 @@ if (PARTS.has('latency') || PARTS.has('order')) {
     progress(`ordering: ${ORDER_CONNS} connections × ${ORDER_FRAMES} frames`);
     timing.echo = true;
     const t0 = performance.now();
+    const cpu0 = cpuSecondsOf(gatewayPid);
     ordering = await Promise.all(Array.from({ length: ORDER_CONNS }, (_, i) => orderingConnection(gwLatency.url, 100_000 + i)));
+    orderCpuS = cpuSecondsOf(gatewayPid) - cpu0;
     orderS = (performance.now() - t0) / 1000;
     timing.echo = false;
   }
@@ -389,7 +393,7 @@ const lines = [
   ] : []),
   ...(PARTS.has('order') ? [
     '',
-    `Ordering: ${ORDER_CONNS} connections at once × ${ORDER_FRAMES} frames each (1 B–${ORDER_MAX} B, text and binary mixed) echoed through warmroute in ${fmt(orderS, 1)} s: ${total.received} of ${total.frames} back; lost ${total.lost}, duplicated ${total.duplicated}, reordered ${total.reordered}, altered ${total.altered}; ${flawless} of ${ORDER_CONNS} connections got every frame back in order and intact.`,
+    `Ordering: ${ORDER_CONNS} connections at once × ${ORDER_FRAMES} frames each (1 B–${ORDER_MAX} B, text and binary mixed) echoed through warmroute in ${fmt(orderS, 1)} s (the gateway's CPU ${fmt(orderCpuS, 1)} s, ${fmt((orderCpuS * 1e6) / Math.max(1, 2 * total.frames), 1)} µs per frame relayed): ${total.received} of ${total.frames} back; lost ${total.lost}, duplicated ${total.duplicated}, reordered ${total.reordered}, altered ${total.altered}; ${flawless} of ${ORDER_CONNS} connections got every frame back in order and intact.`,
   ] : []),
   ...(PARTS.has('kill') ? [
     '',
@@ -402,7 +406,7 @@ mkdirSync(args.out!, { recursive: true });
 writeFileSync(`${args.out}/realtime.json`, JSON.stringify({
   parts: [...PARTS], gateway: args.gateway ?? null, gatewayEnv: GATEWAY_ENV, connections: CONNS, roundMs: ROUND_MS, rounds: ROUNDS, loadAverage: load0, gatewayCpuUsPerFrame: cpuUsPerFrame,
   latency: { direct: { up: p(direct.up), down: p(direct.down) }, gateway: { up: p(gateway.up), down: p(gateway.down) } },
-  ordering: { connections: ORDER_CONNS, framesPerConnection: ORDER_FRAMES, maxBytes: ORDER_MAX, seconds: orderS, flawless, perConnection: ordering, total }, kills,
+  ordering: { connections: ORDER_CONNS, framesPerConnection: ORDER_FRAMES, maxBytes: ORDER_MAX, seconds: orderS, gatewayCpuS: orderCpuS, flawless, perConnection: ordering, total }, kills,
 }, null, 2));
 writeFileSync(`${args.out}/realtime.md`, `${report}\n`);
 process.exit(0);
