@@ -81,8 +81,8 @@ const proxies = await Promise.all(fleet.urls.map((u) => startCutProxy(u)));
 /**
  * A gateway of its own for `f`, in front of the proxies: each arm starts from what a new gateway
  * knows (nothing), as it starts from emptied caches. One gateway for all would carry an arm's
- * pins and prefix index into the next, and take the reset's zeroed counters for a restart, which
- * it answers by warming the replica with the hottest prompts it saw: the next arm's own prompts.
+ * pins and prefix index into the next, and take the simulator's reset (its counters zeroed) for a
+ * restart, which it answers by warming the replica with the hottest prompts it saw: the next arm's own.
  * Health probes pass through the proxies, which share this process with every client: on a loaded
  * machine a probe may wait for it past the default 1 s, and a replica counted down would turn the
  * arm into a count of 503s. The figures here are about caching and errors, not health.
@@ -92,7 +92,7 @@ async function withGateway<T>(f: (t: Target) => Promise<T>): Promise<T> {
   try {
     return await f({ url: gateway.url, model: fleet.model, maxTokens: MAX_TOKENS });
   } catch (e) {
-    const replicas = await (await fetch(`${gateway.adminUrl}/admin/replicas`)).text().catch(() => '(no answer)');
+    const replicas = await fetch(`${gateway.adminUrl}/admin/replicas`).then((r) => r.text()).catch(() => '(no answer)');
     progress(`failed; the gateway's replicas: ${replicas}\nits last output:\n${gateway.died() ?? gateway.lastOutput()}`);
     throw e;
   } finally {
