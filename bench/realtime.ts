@@ -6,14 +6,17 @@
  *     process that answers one transcription.delta per 5 frames; direct and through the gateway in
  *     alternating rounds. Each frame's one-way time (client → replica, replica → client) is read on
  *     this process's one clock; the gateway's added latency is the difference of the percentiles.
- *  2. ordering: a few connections through the gateway each send 10,000 frames of random sizes, text
- *     and binary mixed, to an echo replica: lost, duplicated, reordered and altered frames counted.
+ *  2. ordering: 50 connections at once through the gateway each send 10,000 frames of random sizes
+ *     (1 B–16 KiB), text and binary mixed, to an echo replica: lost, duplicated, reordered and
+ *     altered frames counted, each frame checked byte for byte.
  *  3. a replica killed mid-utterance: the simulator (its own process) streams deltas through the
  *     gateway; it is SIGKILLed after the first delta; the time until the client's close, its code
  *     and reason.
- * Writes bench/out/realtime.{json,md}.
+ * `--parts latency` runs the first part only, `--gateway` / `--gateway-env` start another build or
+ * the same one with other variables (an A/B of the relay, a CPU profile). Writes
+ * bench/out/realtime.{json,md}.
  */
-import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -23,7 +26,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { fmt, percentiles, type Percentiles } from './lib/percentiles.js';
 import { cpuSecondsOf } from './lib/cpu.js';
 import { freePort, startChildLines, TSX, type Child } from './lib/procs.js';
-import { gatewayConfigFile, startWarmroute, type Target } from './overhead/targets.js';
+import { gatewayConfigFile, gatewayEntry, startWarmroute, type Target } from './overhead/targets.js';
 import { DEFAULT_MODEL } from './sim/config.js';
 
 const { values: args } = parseArgs({
@@ -31,12 +34,40 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '50' },
     'round-s': { type: 'string', default: '6' },
     rounds: { type: 'string', default: '2' },
-    'order-connections': { type: 'string', default: '4' },
+    'order-connections': { type: 'string', default: '50' },
     'order-frames': { type: 'string', default: '10000' },
+    'order-max-bytes': { type: 'string', default: String(16 * 1024) },
     kills: { type: 'string', default: '5' },
+    // Which parts run (a latency A/B of two builds needs only the first).
+    parts: { type: 'string', default: 'latency,order,kill' },
+    // Another build's entry point (e.g. the previous commit's dist/cli.js), and variables for the
+    // gateway's process (NODE_OPTIONS=--cpu-prof, WS_NO_BUFFER_UTIL=1): what an A/B compares.
+    gateway: { type: 'string' },
+    'gateway-env': { type: 'string', multiple: true, default: [] },
+    // node's own flags for the gateway (--cpu-prof, which NODE_OPTIONS does not take).
+    'gateway-node-arg': { type: 'string', multiple: true, default: [] },
     out: { type: 'string', default: 'bench/out' },
   },
 });
+const PARTS = new Set(args.parts!.split(','));
+for (const part of PARTS) if (!['latency', 'order', 'kill'].includes(part)) throw new Error(`--parts: unknown part ${part} (latency, order, kill)`);
+const GATEWAY_ENV: NodeJS.ProcessEnv = Object.fromEntries(args['gateway-env']!.map((kv) => {
+  const at = kv.indexOf('=');
+  if (at <= 0) throw new Error(`--gateway-env wants NAME=VALUE, got ${kv}`);
+  return [kv.slice(0, at), kv.slice(at + 1)];
+}));
+
+/** A gateway of this checkout's build (or --gateway's), ready once its health probe saw every replica up. */
+async function startGateway(config: Record<string, unknown>): Promise<Target> {
+  const entry = [...args['gateway-node-arg']!, ...(args.gateway ? [args.gateway] : gatewayEntry())];
+  const t = await startWarmroute('', ['--config', gatewayConfigFile(config), '--log-level', 'warn'], entry, 'warmroute', GATEWAY_ENV);
+  for (let i = 0; ; i++) {
+    const r = (await (await fetch(`${t.adminUrl}/admin/replicas`)).json()) as { replicas: { state: string }[] };
+    if (r.replicas.every((x) => x.state === 'up')) return t;
+    if (i === 100) throw new Error(`the gateway saw no replica up within 10 s: ${JSON.stringify(r.replicas)}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
 const CONNS = Number(args.connections);
 const ROUND_MS = Number(args['round-s']) * 1000;
 const ROUNDS = Number(args.rounds);
@@ -155,46 +186,99 @@ async function latencyRound(base: string, firstId: number): Promise<{ up: number
 
 interface OrderResult { frames: number; received: number; lost: number; duplicated: number; reordered: number; altered: number }
 
+/**
+ * Frame contents are slices of two random buffers at a random offset: a received frame is checked
+ * byte for byte against the slice it was cut from (memcmp, no hash of gigabytes of frames), and its
+ * sequence number, which every frame carries, catches one frame arriving in another's place.
+ */
+const ORDER_MAX = Number(args['order-max-bytes']);
+const BASE_BIN = randomBytes(2 * ORDER_MAX);
+const BASE_TXT = Buffer.from(randomBytes(Math.ceil((2 * ORDER_MAX * 3) / 4)).toString('base64'), 'latin1');
+const TXT_HEAD = '{"type":"input_audio_buffer.append","seq":';
+const TXT_AUDIO = ',"audio":"';
+/** A connection that got nothing for this long has lost what is still missing. */
+const ORDER_STALL_MS = 30_000;
+
+interface Sent { binary: Uint8Array; offset: Int32Array; size: Int32Array }
+
+function orderFrame(seq: number, sent: Sent): { frame: Buffer; binary: boolean } {
+  const binary = randomInt(2) === 1;
+  const size = randomInt(1, ORDER_MAX + 1);
+  const offset = randomInt(ORDER_MAX);
+  sent.binary[seq] = binary ? 1 : 0;
+  sent.offset[seq] = offset;
+  sent.size[seq] = size;
+  if (binary) {
+    const frame = Buffer.allocUnsafe(4 + size);
+    frame.writeUInt32BE(seq, 0);
+    BASE_BIN.copy(frame, 4, offset, offset + size);
+    return { frame, binary };
+  }
+  return { frame: Buffer.concat([Buffer.from(`${TXT_HEAD}${seq}${TXT_AUDIO}`), BASE_TXT.subarray(offset, offset + size), Buffer.from('"}')]), binary };
+}
+
+/** The frame's sequence number, and whether it is byte for byte the frame of that number sent; -1 when unreadable. */
+function checkFrame(d: Buffer, isBinary: boolean, sent: Sent): { seq: number; intact: boolean } {
+  let seq: number;
+  let body: Buffer;
+  if (isBinary) {
+    if (d.length < 4) return { seq: -1, intact: false };
+    seq = d.readUInt32BE(0);
+    body = d.subarray(4);
+  } else {
+    const start = TXT_HEAD.length;
+    const comma = d.indexOf(0x2c, start);
+    seq = comma > start && d.subarray(0, start).toString('latin1') === TXT_HEAD ? Number(d.toString('latin1', start, comma)) : -1;
+    const audio = comma + TXT_AUDIO.length;
+    body = d.subarray(audio, d.length - 2);
+  }
+  if (!(seq >= 0 && seq < sent.size.length)) return { seq: -1, intact: false };
+  const from = sent.offset[seq];
+  const base = isBinary ? BASE_BIN : BASE_TXT;
+  const intact = (sent.binary[seq] === 1) === isBinary && body.length === sent.size[seq] && body.equals(base.subarray(from, from + sent.size[seq]));
+  return { seq, intact };
+}
+
 async function orderingConnection(base: string, id: number): Promise<OrderResult> {
   const ws = await open(wsUrl(base, `?conn=${id}`));
-  const hashes: string[] = [];
-  const seen = new Map<number, number>();
+  const sent: Sent = { binary: new Uint8Array(ORDER_FRAMES), offset: new Int32Array(ORDER_FRAMES), size: new Int32Array(ORDER_FRAMES) };
+  const seen = new Uint32Array(ORDER_FRAMES);
   let received = 0;
   let reordered = 0;
   let altered = 0;
   let last = -1;
+  let lastAt = performance.now();
   const done = new Promise<void>((resolve) => {
     ws.on('message', (d: Buffer, isBinary) => {
       received++;
-      const seq = isBinary ? d.readUInt32BE(0) : (JSON.parse(d.toString()) as { seq: number }).seq;
-      seen.set(seq, (seen.get(seq) ?? 0) + 1);
-      if (seq < last) reordered++;
-      last = seq;
-      if (hashes[seq] !== `${isBinary}:${createHash('sha1').update(d).digest('hex')}`) altered++;
+      lastAt = performance.now();
+      const { seq, intact } = checkFrame(d, isBinary, sent);
+      if (!intact) altered++;
+      if (seq >= 0) {
+        seen[seq]++;
+        if (seq < last) reordered++;
+        last = seq;
+      }
       if (received === ORDER_FRAMES) resolve();
     });
     ws.on('close', () => resolve());
   });
   for (let seq = 0; seq < ORDER_FRAMES; seq++) {
-    const binary = randomInt(2) === 1;
-    const size = randomInt(1, 16 * 1024);
-    let frame: Buffer;
-    if (binary) {
-      frame = randomBytes(Math.max(4, size));
-      frame.writeUInt32BE(seq, 0);
-    } else {
-      frame = Buffer.from(JSON.stringify({ type: 'input_audio_buffer.append', seq, audio: randomBytes(Math.ceil(size * 0.75)).toString('base64') }));
-    }
-    hashes[seq] = `${binary}:${createHash('sha1').update(frame).digest('hex')}`;
-    ws.send(frame, { binary });
-    while (ws.bufferedAmount > 1024 * 1024) await new Promise((r) => setImmediate(r));
+    const { frame, binary } = orderFrame(seq, sent);
+    // Back-pressure: past 1 MiB waiting, the next send waits for its own write.
+    if (ws.bufferedAmount > 1024 * 1024) await new Promise<void>((r) => ws.send(frame, { binary }, () => r()));
+    else ws.send(frame, { binary });
   }
-  const timeout = new Promise<void>((r) => setTimeout(r, 60_000));
-  await Promise.race([done, timeout]);
+  lastAt = performance.now();
+  // Bounded: done, or nothing came back for ORDER_STALL_MS (the rest is then lost).
+  while (received < ORDER_FRAMES && ws.readyState === WebSocket.OPEN && performance.now() - lastAt < ORDER_STALL_MS) {
+    await Promise.race([done, new Promise((r) => setTimeout(r, 500))]);
+  }
   ws.close();
   let duplicated = 0;
-  for (const n of seen.values()) if (n > 1) duplicated += n - 1;
-  return { frames: ORDER_FRAMES, received, lost: ORDER_FRAMES - seen.size, duplicated, reordered, altered };
+  let got = 0;
+  for (const n of seen) if (n > 0) { got++; duplicated += n - 1; }
+  return { frames: ORDER_FRAMES, received, lost: ORDER_FRAMES - got, duplicated, reordered, altered };
 }
 
 // ---- part 3: a replica killed mid-utterance ----
@@ -230,43 +314,56 @@ async function killTrial(gw: Target, simPort: number, sim: Child): Promise<KillR
 // ---- run ----
 
 const replica = await startReplica();
-const gwLatency = await startWarmroute('', ['--config', gatewayConfigFile({ upstreams: [{ url: replica.url }], realtime: { maxConnections: 0 } }), '--log-level', 'warn']);
 const direct: { up: number[]; down: number[] } = { up: [], down: [] };
 const gateway: { up: number[]; down: number[] } = { up: [], down: [] };
 /** The gateway's CPU over its rounds, and the frames it relayed (both ways). */
 let gatewayCpuS = 0;
 let gatewayFrames = 0;
-const gatewayPid = gwLatency.child?.proc.pid ?? 0;
-let nextId = 0;
-for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, base, into] of [['direct', replica.url, direct], ['gateway', gwLatency.url, gateway]] as const) {
-    progress(`latency: round ${round + 1}/${ROUNDS}, ${name}, ${CONNS} connections`);
-    const cpu0 = name === 'gateway' ? cpuSecondsOf(gatewayPid) : 0;
-    const r = await latencyRound(base, nextId);
-    if (name === 'gateway') { gatewayCpuS += cpuSecondsOf(gatewayPid) - cpu0; gatewayFrames += r.frames; }
-    nextId += CONNS;
-    into.up.push(...r.up);
-    into.down.push(...r.down);
+let ordering: OrderResult[] = [];
+let orderS = 0;
+/** The gateway's CPU over the ordering part. */
+let orderCpuS = 0;
+if (PARTS.has('latency') || PARTS.has('order')) {
+  const gwLatency = await startGateway({ upstreams: [{ url: replica.url }], realtime: { maxConnections: 0 } });
+  const gatewayPid = gwLatency.child?.proc.pid ?? 0;
+  let nextId = 0;
+  for (let round = 0; round < (PARTS.has('latency') ? ROUNDS : 0); round++) {
+    for (const [name, base, into] of [['direct', replica.url, direct], ['gateway', gwLatency.url, gateway]] as const) {
+      progress(`latency: round ${round + 1}/${ROUNDS}, ${name}, ${CONNS} connections`);
+      const cpu0 = name === 'gateway' ? cpuSecondsOf(gatewayPid) : 0;
+      const r = await latencyRound(base, nextId);
+      if (name === 'gateway') { gatewayCpuS += cpuSecondsOf(gatewayPid) - cpu0; gatewayFrames += r.frames; }
+      nextId += CONNS;
+      into.up.push(...r.up);
+      into.down.push(...r.down);
+    }
   }
+  if (PARTS.has('order')) {
+    progress(`ordering: ${ORDER_CONNS} connections × ${ORDER_FRAMES} frames`);
+    timing.echo = true;
+    const t0 = performance.now();
+    const cpu0 = cpuSecondsOf(gatewayPid);
+    ordering = await Promise.all(Array.from({ length: ORDER_CONNS }, (_, i) => orderingConnection(gwLatency.url, 100_000 + i)));
+    orderCpuS = cpuSecondsOf(gatewayPid) - cpu0;
+    orderS = (performance.now() - t0) / 1000;
+    timing.echo = false;
+  }
+  await gwLatency.child?.stop();
 }
 
-progress(`ordering: ${ORDER_CONNS} connections × ${ORDER_FRAMES} frames`);
-timing.echo = true;
-const ordering = await Promise.all(Array.from({ length: ORDER_CONNS }, (_, i) => orderingConnection(gwLatency.url, 100_000 + i)));
-timing.echo = false;
-await gwLatency.child?.stop();
-
-const simPort = await freePort();
-let sim = await startSim(simPort);
-const gwKill = await startWarmroute('', ['--config', gatewayConfigFile({ upstreams: [{ url: `http://127.0.0.1:${simPort}` }], health: { probeIntervalMs: 200, healthyThreshold: 1 } }), '--log-level', 'warn']);
 const kills: KillResult[] = [];
-for (let i = 0; i < KILLS; i++) {
-  progress(`kill: ${i + 1}/${KILLS}`);
-  kills.push(await killTrial(gwKill, simPort, sim));
-  sim = await startSim(simPort);
+if (PARTS.has('kill')) {
+  const simPort = await freePort();
+  let sim = await startSim(simPort);
+  const gwKill = await startGateway({ upstreams: [{ url: `http://127.0.0.1:${simPort}` }], health: { probeIntervalMs: 200, healthyThreshold: 1 } });
+  for (let i = 0; i < KILLS; i++) {
+    progress(`kill: ${i + 1}/${KILLS}`);
+    kills.push(await killTrial(gwKill, simPort, sim));
+    sim = await startSim(simPort);
+  }
+  await sim.stop();
+  await gwKill.child?.stop();
 }
-await sim.stop();
-await gwKill.child?.stop();
 replica.server.closeAllConnections();
 replica.server.close();
 progress('');
@@ -277,25 +374,39 @@ const rows: [string, Percentiles, Percentiles][] = [
   ['replica → client (transcription.delta)', p(direct.down), p(gateway.down)],
 ];
 const total = ordering.reduce((a, o) => ({ frames: a.frames + o.frames, received: a.received + o.received, lost: a.lost + o.lost, duplicated: a.duplicated + o.duplicated, reordered: a.reordered + o.reordered, altered: a.altered + o.altered }), { frames: 0, received: 0, lost: 0, duplicated: 0, reordered: 0, altered: 0 });
+const flawless = ordering.filter((o) => o.received === o.frames && o.lost + o.duplicated + o.reordered + o.altered === 0).length;
 const killMs = p(kills.map((k) => k.ms));
+const cpuUsPerFrame = (gatewayCpuS * 1e6) / Math.max(1, gatewayFrames);
 const lines = [
   `# Realtime relay (${new Date().toISOString().slice(0, 10)})`,
   '',
-  `\`npm run bench:realtime\`: ${CONNS} connections × one 20 ms audio frame every 20 ms, ${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s per target (first ${WARMUP_MS} ms of each not measured); load average at start ${load0.toFixed(1)}.`,
-  '',
-  '| one-way, ms | direct p50 | p99 | through warmroute p50 | p99 | added p50 | added p99 |',
-  '|---|---:|---:|---:|---:|---:|---:|',
-  ...rows.map(([name, d, g]) => `| ${name} (n ${d.n} / ${g.n}) | ${fmt(d.p50, 3)} | ${fmt(d.p99, 3)} | ${fmt(g.p50, 3)} | ${fmt(g.p99, 3)} | ${fmt(g.p50 - d.p50, 3)} | ${fmt(g.p99 - d.p99, 3)} |`),
-  '',
-  `The gateway's CPU over its rounds: ${fmt((gatewayCpuS * 1e6) / Math.max(1, gatewayFrames), 1)} µs per frame relayed (${gatewayFrames} frames both ways, connection setup included).`,
-  '',
-  `Ordering: ${ORDER_CONNS} connections × ${ORDER_FRAMES} frames (1 B–16 KiB, text and binary mixed) echoed through warmroute: ${total.received} of ${total.frames} back; lost ${total.lost}, duplicated ${total.duplicated}, reordered ${total.reordered}, altered ${total.altered}.`,
-  '',
-  `Replica killed mid-utterance (SIGKILL after the first transcription.delta), ${kills.length} times: the client's close came after p50 ${fmt(killMs.p50, 1)} ms, max ${fmt(Math.max(...kills.map((k) => k.ms)), 1)} ms; codes ${[...new Set(kills.map((k) => k.code))].join(', ')}; reason "${kills[0]?.reason ?? ''}".`,
+  `\`npm run bench:realtime\`${args.gateway ? ` (gateway ${args.gateway})` : ''}${Object.keys(GATEWAY_ENV).length ? ` (gateway env ${args['gateway-env']!.join(' ')})` : ''}${args['gateway-node-arg']!.length ? ` (node ${args['gateway-node-arg']!.join(' ')})` : ''}; load average at start ${load0.toFixed(1)}.`,
+  ...(PARTS.has('latency') ? [
+    '',
+    `${CONNS} connections × one 20 ms audio frame every 20 ms, ${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s per target (first ${WARMUP_MS} ms of each not measured).`,
+    '',
+    '| one-way, ms | direct p50 | p99 | through warmroute p50 | p99 | added p50 | added p99 |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...rows.map(([name, d, g]) => `| ${name} (n ${d.n} / ${g.n}) | ${fmt(d.p50, 3)} | ${fmt(d.p99, 3)} | ${fmt(g.p50, 3)} | ${fmt(g.p99, 3)} | ${fmt(g.p50 - d.p50, 3)} | ${fmt(g.p99 - d.p99, 3)} |`),
+    '',
+    `The gateway's CPU over its rounds: ${fmt(cpuUsPerFrame, 1)} µs per frame relayed (${gatewayFrames} frames both ways, connection setup included).`,
+  ] : []),
+  ...(PARTS.has('order') ? [
+    '',
+    `Ordering: ${ORDER_CONNS} connections at once × ${ORDER_FRAMES} frames each (1 B–${ORDER_MAX} B, text and binary mixed) echoed through warmroute in ${fmt(orderS, 1)} s (the gateway's CPU ${fmt(orderCpuS, 1)} s, ${fmt((orderCpuS * 1e6) / Math.max(1, 2 * total.frames), 1)} µs per frame relayed): ${total.received} of ${total.frames} back; lost ${total.lost}, duplicated ${total.duplicated}, reordered ${total.reordered}, altered ${total.altered}; ${flawless} of ${ORDER_CONNS} connections got every frame back in order and intact.`,
+  ] : []),
+  ...(PARTS.has('kill') ? [
+    '',
+    `Replica killed mid-utterance (SIGKILL after the first transcription.delta), ${kills.length} times: the client's close came after p50 ${fmt(killMs.p50, 1)} ms, max ${fmt(Math.max(...kills.map((k) => k.ms)), 1)} ms; codes ${[...new Set(kills.map((k) => k.code))].join(', ')}; reason "${kills[0]?.reason ?? ''}".`,
+  ] : []),
 ];
 const report = lines.join('\n');
 console.log(report);
 mkdirSync(args.out!, { recursive: true });
-writeFileSync(`${args.out}/realtime.json`, JSON.stringify({ connections: CONNS, roundMs: ROUND_MS, rounds: ROUNDS, loadAverage: load0, gatewayCpuUsPerFrame: (gatewayCpuS * 1e6) / Math.max(1, gatewayFrames), latency: { direct: { up: p(direct.up), down: p(direct.down) }, gateway: { up: p(gateway.up), down: p(gateway.down) } }, ordering: { perConnection: ordering, total }, kills }, null, 2));
+writeFileSync(`${args.out}/realtime.json`, JSON.stringify({
+  parts: [...PARTS], gateway: args.gateway ?? null, gatewayEnv: GATEWAY_ENV, connections: CONNS, roundMs: ROUND_MS, rounds: ROUNDS, loadAverage: load0, gatewayCpuUsPerFrame: cpuUsPerFrame,
+  latency: { direct: { up: p(direct.up), down: p(direct.down) }, gateway: { up: p(gateway.up), down: p(gateway.down) } },
+  ordering: { connections: ORDER_CONNS, framesPerConnection: ORDER_FRAMES, maxBytes: ORDER_MAX, seconds: orderS, gatewayCpuS: orderCpuS, flawless, perConnection: ordering, total }, kills,
+}, null, 2));
 writeFileSync(`${args.out}/realtime.md`, `${report}\n`);
 process.exit(0);

@@ -63,15 +63,18 @@ function newestSource(dir: string): number {
   return newest;
 }
 
-/** A gateway in front of `upstream`: this checkout's (see gatewayEntry), or the `entry` script given. */
-/** `upstream` '' = the upstreams come from a --config file in `extra`; `env`: added to this process's for the gateway. */
-export async function startWarmroute(upstream: string, extra: string[] = [], entry?: string, name = 'warmroute', env?: NodeJS.ProcessEnv): Promise<Target> {
+/**
+ * A gateway in front of `upstream`: this checkout's (see gatewayEntry), or the `entry` script given
+ * (with node's own flags before it, as a list: `['--cpu-prof', 'dist/cli.js']`).
+ * `upstream` '' = the upstreams come from a --config file in `extra`; `env`: added to this process's for the gateway.
+ */
+export async function startWarmroute(upstream: string, extra: string[] = [], entry?: string | readonly string[], name = 'warmroute', env?: NodeJS.ProcessEnv): Promise<Target> {
   const [port, admin] = [await freePort(), await freePort()];
   // Readiness from the port, not a log line: the log level is the caller's choice. A session of
   // its own (group), as every peer router and replica has: where the kernel schedules by autogroup
   // (/proc/sys/kernel/sched_autogroup_enabled), CPU is shared between sessions, and a gateway left
   // in the bench's session would split one share with the load generator while a peer had a whole one.
-  const child = await startChild(process.execPath, [...(entry ? [entry] : gatewayEntry()), 'serve', ...(upstream ? ['--upstream', upstream] : []), '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), ...extra], null, { group: true, env });
+  const child = await startChild(process.execPath, [...(entry === undefined ? gatewayEntry() : typeof entry === 'string' ? [entry] : entry), 'serve', ...(upstream ? ['--upstream', upstream] : []), '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), ...extra], null, { group: true, env });
   await waitForPort(admin, 20_000);
   return { name, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${admin}`, child };
 }

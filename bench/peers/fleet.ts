@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { call } from '../lib/http.js';
 import { effectiveNice } from '../lib/procs.js';
 import { sumSamples } from '../lib/prom.js';
-import { startSimFleet, type PrefixCounters } from '../voice/fleet.js';
+import { startSimFleet, type KvEndpoint, type PrefixCounters } from '../voice/fleet.js';
 import { MODEL } from '../voice/conversation.js';
 
 export const VLLM_FLEET_FILE = join(homedir(), '.cache/warmroute/fleet/vllm.json');
@@ -18,6 +18,8 @@ export interface PeerFleet {
   urls: string[];
   /** The served model name the requests must carry. */
   model: string;
+  /** Where each replica publishes its KV events (in fleet order), when it does; else null. */
+  kvEvents: KvEndpoint[] | null;
   /**
    * Empties every replica's prefix cache before a strategy runs. False when the fleet has no way
    * to (a real vLLM outside dev mode): the bench then gives each strategy prompts of its own.
@@ -130,9 +132,9 @@ async function measureTokenRatio(url: string, model: string): Promise<number> {
   return usage.prompt_tokens / (text.length / 4);
 }
 
-function external(kind: 'vllm' | 'upstream', urls: string[], model: string): PeerFleet {
+function external(kind: 'vllm' | 'upstream', urls: string[], model: string, kvEvents: KvEndpoint[] | null = null): PeerFleet {
   return {
-    kind, urls, model,
+    kind, urls, model, kvEvents,
     tokenRatio: () => measureTokenRatio(urls[0], model),
     healthy: async () => (await Promise.all(urls.map(healthy))).every(Boolean),
     reset: async () => (await Promise.all(urls.map(resetOne))).every(Boolean),
@@ -144,10 +146,11 @@ function external(kind: 'vllm' | 'upstream', urls: string[], model: string): Pee
   };
 }
 
-export async function simFleet(replicas: number, outputTokens: [number, number], kvBlocks?: number): Promise<PeerFleet> {
-  const f = await startSimFleet(replicas, outputTokens, kvBlocks);
+/** `kvEvents`: the replicas publish their KV events, as the real fleet's do. */
+export async function simFleet(replicas: number, outputTokens: [number, number], kvBlocks?: number, kvEvents = false): Promise<PeerFleet> {
+  const f = await startSimFleet(replicas, outputTokens, kvBlocks, kvEvents);
   return {
-    kind: 'sim', urls: f.urls, model: MODEL,
+    kind: 'sim', urls: f.urls, model: MODEL, kvEvents: f.kvEvents,
     reset: async () => { await f.reset(); return true; },
     prefixCounters: () => f.prefixCounters(),
     queriesByReplica: () => queriesByReplica(f.urls),
@@ -162,7 +165,7 @@ export async function simFleet(replicas: number, outputTokens: [number, number],
 interface FleetFile {
   kind: string;
   model: string;
-  replicas: { name: string; url: string; pid?: number }[];
+  replicas: { name: string; url: string; pid?: number; kvEvents?: KvEndpoint | null }[];
 }
 
 /** The real fleet, if its state file exists and every replica's /health answers; else why not. */
@@ -174,7 +177,9 @@ export async function vllmFleet(file = VLLM_FLEET_FILE): Promise<PeerFleet | str
   const down = (await Promise.all(urls.map(async (u) => ((await healthy(u)) ? null : u)))).filter((u) => u !== null);
   if (down.length) return `replica(s) not healthy: ${down.join(', ')} (from ${file})`;
   const nices = f.replicas.map((r) => (r.pid === undefined ? null : effectiveNice(r.pid)));
-  return { ...external('vllm', urls, f.model), replicaNice: nices.every((n) => n !== null && n === nices[0]) ? nices[0] : null };
+  const kv = f.replicas.map((r) => r.kvEvents ?? null);
+  const kvEvents = kv.every((k) => k !== null) ? kv.map((k) => ({ endpoint: k!.endpoint, replayEndpoint: k!.replayEndpoint })) : null;
+  return { ...external('vllm', urls, f.model, kvEvents), replicaNice: nices.every((n) => n !== null && n === nices[0]) ? nices[0] : null };
 }
 
 /** Replicas given by URL; the model is the first one the first replica lists. */

@@ -69,6 +69,8 @@ export interface Gateway {
   adminUrl: string;
   /** Why the gateway is gone if it exited before stop() (and its last output), else null. */
   died(): string | null;
+  /** What it wrote last (up to 2,000 characters): its warnings, when a run fails. */
+  lastOutput(): string;
   stop(): Promise<void>;
   pid: number | null;
 }
@@ -120,7 +122,7 @@ export async function startGateway(urls: string[], strategy: string, more: strin
     await new Promise((res) => setTimeout(res, 100));
   }
   return {
-    url: t.url, adminUrl, died: () => died, pid: proc.pid ?? null,
+    url: t.url, adminUrl, died: () => died, lastOutput: () => tail, pid: proc.pid ?? null,
     stop: () => {
       stopping = true;
       return t.child!.stop();

@@ -2,8 +2,25 @@
 // a replica and reading its session.created, then the relay of frames both ways, as they are, in
 // order, with back-pressure, pings and pongs and close codes passed on.
 
+import { createRequire } from 'node:module';
 import WebSocket from 'ws';
 import { eventType } from '../stream/realtime-tap.js';
+
+/**
+ * Whether `ws` masks and unmasks frames in native code: it loads the optional `bufferutil` addon
+ * when it can, and silently does it in JavaScript when it cannot (a platform with no prebuilt
+ * addon and no compiler), which costs the relay ~5 µs more per 900-byte audio frame
+ * (docs/design-notes.md). The gateway says so once at start instead.
+ */
+export function nativeMasking(): boolean {
+  if (process.env.WS_NO_BUFFER_UTIL) return false;
+  try {
+    createRequire(import.meta.url)('bufferutil');
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Why a replica failed a connection before its session.created (a bounded metric label). */
 export type OpenFailure = 'connect' | 'status' | 'timeout' | 'closed' | 'protocol';
