@@ -1,6 +1,9 @@
 // npm run bench:adapters -- [--replicas 8] [--adapters 32] [--max-loras 4] [--max-cpu-loras 8]
 //   [--sessions 192] [--turns 6] [--zipf 1] [--seeds 1,2] [--strategies affinity,round-robin,session-hash,oracle]
-//   [--lora-load-ms 50]        (the real CPU fleet instead: --real, bench/adapters/real.ts)
+//   [--lora-load-ms 50]
+// With --fleet sim|vllm (or --real, the same as --fleet vllm): the fleet benchmark over HTTP
+// instead (bench/adapters/fleet.ts: two replicas, --max-loras 2, against the same sessions sent
+// as one adapter; then on-demand loading).
 // A fleet of LoRA adapters in the simulator, in virtual time (sim-run.ts): voice sessions, each of
 // one adapter, adapters of Zipf popularity, against warmroute, round-robin, session hash and an
 // adapter-grouping oracle that knows every adapter's traffic in advance (each adapter on as few
@@ -13,6 +16,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { DesStrategy } from '../scale/des/run.js';
 import { ADAPTER_SIM_DEFAULTS, runAdapterSim, type AdapterSimOptions } from './sim-run.js';
+
+if (process.argv.some((x) => x === '--real' || x === '--fleet' || x.startsWith('--fleet='))) {
+  const { main } = await import('./fleet.js');
+  await main(process.argv.slice(2));
+  process.exit(0);
+}
 
 const s = { type: 'string' } as const;
 const { values: a } = parseArgs({ options: { replicas: s, adapters: s, 'max-loras': s, 'max-cpu-loras': s, sessions: s, turns: s, zipf: s, seeds: s, strategies: s, 'lora-load-ms': s } });
