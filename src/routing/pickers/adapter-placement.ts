@@ -61,7 +61,7 @@ export function homesNeeded(input: AdapterPlacementInput): number {
  * at a time). In order:
  * 1. an adapter with fewer homes than its traffic needs (homesNeeded) gets a new one: a replica
  *    with a slot free for it, under the load bounds, the least adapter traffic first;
- * 2. where its adapter is at home, under the soft load bound;
+ * 2. where its adapter is at home, under the soft load bound, the least adapter traffic first;
  * 3. still at home, up to the hard cap, when the adapter is rare (less than one slot's share of
  *    the fleet's adapter traffic: it adds little load, and a second replica for it would take a
  *    slot another adapter then lacks), or its home has carried under ADAPTER_HOME_LOAD × the mean
@@ -101,12 +101,14 @@ export function adapterPlaced(p: PickInput, soft: (i: number) => boolean, hard: 
     }
     return cheapestByCost(c.map((x) => x.estimateMs - x.bonusMs), allowed, p.tieMs, p.random);
   }
-  /** A slot free for the adapter under `cap`: the replicas with the least adapter traffic. */
-  function freeSlot(cap: (i: number) => boolean): number {
+  /** Among the replicas `ok` allows, those with the least adapter traffic (null: `ok` allows none). */
+  function leastLoaded(ok: (i: number) => boolean): number | null {
     let least = Infinity;
-    for (let i = 0; i < c.length; i++) if (free(i) && cap(i) && at[i].load < least) least = at[i].load;
-    return least === Infinity ? -1 : among((i) => free(i) && cap(i) && at[i].load === least);
+    for (let i = 0; i < c.length; i++) if (ok(i) && at[i].load < least) least = at[i].load;
+    return least === Infinity ? null : among((i) => ok(i) && at[i].load === least);
   }
+  /** A slot free for the adapter under `cap`, the least adapter traffic first. */
+  const freeSlot = (cap: (i: number) => boolean): number => leastLoaded((i) => free(i) && cap(i)) ?? -1;
 
   const { replicas, slots } = slotTotals(at);
   let total = 0;
@@ -126,8 +128,9 @@ export function adapterPlaced(p: PickInput, soft: (i: number) => boolean, hard: 
       const i = spread();
       if (i >= 0) return i;
     }
-    const i = among((j) => home(j) && soft(j));
-    if (i >= 0 || c.some((_, j) => home(j) && soft(j))) return i;
+    // Its sessions spread over its homes by load: the one with the least adapter traffic.
+    const i = leastLoaded((j) => home(j) && soft(j));
+    if (i !== null) return i;
     const stay = among((j) => home(j) && hard(j) && (rare || homeRoom(j)));
     if (stay >= 0) return stay;
     const next = spread();
