@@ -41,6 +41,17 @@ describe('new sessions of LoRA adapters packed into the fewest slots', () => {
     assert.deepEqual([...new Set(placed.map((p) => p.replica))].sort(), ['r0', 'r2']);
   });
 
+  it('on two replicas, the one adapter with all the traffic gets the second replica once its first is past the soft bound', () => {
+    const router = createRouter('affinity', { store: store(), now: () => T });
+    const rs = fleetOf(2, 2);
+    const first = place(router, rs, 'o0', 'a').replica;
+    for (let i = 1; i < 3; i++) assert.equal(place(router, rs, `o${i}`, 'a').replica, first);
+    // Its replica past the soft bound, the other idle with free slots: the only replica the bound
+    // leaves is the one a busy adapter spreads to, so the usual placement takes it.
+    rs.find((r) => r.name === first)!.inflight = 4;
+    assert.notEqual(place(router, rs, 'o3', 'a').replica, first);
+  });
+
   it('a new adapter takes a free slot, never a replica whose every slot is another adapter’s home however idle it is', () => {
     const router = createRouter('affinity', { store: store(), now: () => T });
     const rs = fleetOf(2, 1, [['b'], []]);

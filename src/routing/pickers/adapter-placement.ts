@@ -83,7 +83,12 @@ export function adapterPlaced(p: PickInput, soft: (i: number) => boolean, hard: 
   const home = (i: number) => at[i].tier === 0;
   const free = (i: number) => at[i].tier === 1 && at[i].slots > 0;
 
-  function among(allowed: (i: number) => boolean): number {
+  /**
+   * One step: undefined when it allows no replica (the next step is asked); −1 when it allows
+   * exactly the replicas under the soft bound (the usual placement chooses among the same, with
+   * its own reason); else its choice.
+   */
+  function step(allowed: (i: number) => boolean): number | undefined {
     let any = false;
     let same = true;
     for (let i = 0; i < c.length; i++) {
@@ -91,7 +96,8 @@ export function adapterPlaced(p: PickInput, soft: (i: number) => boolean, hard: 
       any ||= ok;
       if (ok !== soft(i)) same = false;
     }
-    if (!any || same) return -1;
+    if (!any) return undefined;
+    if (same) return -1;
     if (p.byCapacity && p.byCapacity.index >= 0 && allowed(p.byCapacity.index)) return p.byCapacity.index;
     if (p.placementKey !== null) {
       const open: ReplicaView[] = [];
@@ -101,14 +107,12 @@ export function adapterPlaced(p: PickInput, soft: (i: number) => boolean, hard: 
     }
     return cheapestByCost(c.map((x) => x.estimateMs - x.bonusMs), allowed, p.tieMs, p.random);
   }
-  /** Among the replicas `ok` allows, those with the least adapter traffic (null: `ok` allows none). */
-  function leastLoaded(ok: (i: number) => boolean): number | null {
+  /** A step among the replicas `ok` allows with the least adapter traffic. */
+  function leastLoaded(ok: (i: number) => boolean): number | undefined {
     let least = Infinity;
     for (let i = 0; i < c.length; i++) if (ok(i) && at[i].load < least) least = at[i].load;
-    return least === Infinity ? null : among((i) => ok(i) && at[i].load === least);
+    return least === Infinity ? undefined : step((i) => ok(i) && at[i].load === least);
   }
-  /** A slot free for the adapter under `cap`, the least adapter traffic first. */
-  const freeSlot = (cap: (i: number) => boolean): number => leastLoaded((i) => free(i) && cap(i)) ?? -1;
 
   const { replicas, slots } = slotTotals(at);
   let total = 0;
@@ -121,22 +125,23 @@ export function adapterPlaced(p: PickInput, soft: (i: number) => boolean, hard: 
   const rare = shareOf(input, slots) * Math.max(1, slots) <= 1;
   let homes = 0;
   for (let i = 0; i < c.length; i++) if (home(i)) homes++;
+  /** A slot free for the adapter under `cap`, the least adapter traffic first. */
+  const freeSlot = (cap: (i: number) => boolean) => leastLoaded((i) => free(i) && cap(i));
   const spread = () => freeSlot((i) => soft(i) && room(i));
 
-  if (homes > 0) {
-    if (homes < homesNeeded(input)) {
-      const i = spread();
-      if (i >= 0) return i;
-    }
-    // Its sessions spread over its homes by load: the one with the least adapter traffic.
-    const i = leastLoaded((j) => home(j) && soft(j));
-    if (i !== null) return i;
-    const stay = among((j) => home(j) && hard(j) && (rare || homeRoom(j)));
-    if (stay >= 0) return stay;
-    const next = spread();
-    if (next >= 0) return next;
-    return among((j) => home(j) && hard(j));
+  const steps: (() => number | undefined)[] = homes === 0
+    ? [() => freeSlot(soft), () => freeSlot(hard)]
+    : [
+      () => (homes < homesNeeded(input) ? spread() : undefined),
+      // Its sessions spread over its homes by load: the one with the least adapter traffic.
+      () => leastLoaded((j) => home(j) && soft(j)),
+      () => step((j) => home(j) && hard(j) && (rare || homeRoom(j))),
+      spread,
+      () => step((j) => home(j) && hard(j)),
+    ];
+  for (const s of steps) {
+    const i = s();
+    if (i !== undefined) return i;
   }
-  const i = freeSlot(soft);
-  return i >= 0 ? i : freeSlot(hard);
+  return -1;
 }
