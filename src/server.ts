@@ -16,6 +16,7 @@ import { createRealtimeRecorder } from './record/realtime.js';
 import { createVoiceTurns } from './record/voice-turns.js';
 import type { AddressResolver } from './fleet/discovery.js';
 import { createFleet, type Fleet } from './fleet/fleet.js';
+import { createAdapterDirectory, mergedSources } from './fleet/adapter-directory.js';
 import { createAdapterLoader } from './fleet/adapter-loader.js';
 import type { Health } from './fleet/health.js';
 import { createRegistry, type Registry } from './fleet/registry.js';
@@ -126,6 +127,9 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const fleet = createFleet({ config, registry, router, store, agent, metrics, log, resolver: deps.resolver, forgetAdmission: admission.forget });
   const { health } = fleet;
   const adapters = createAdapterLoader({ registry, agent, metrics, log, options: config.adapters, readModels: (r) => health.readModels(r) });
+  // adapters.directory's adapters join adapters.sources in the loader as they are listed.
+  let adaptersConfig = config.adapters;
+  const directory = createAdapterDirectory({ options: config.adapters, log, metrics, changed: (listed) => adapters.setOptions(mergedSources(adaptersConfig, listed)) });
 
   let draining = false;
   const isDraining = () => draining;
@@ -188,7 +192,11 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       (c) => globalLimit.configure(globalLimitOf(c)),
       (c) => turns.setOptions(c.turns),
       (c) => fleet.reconfigure(c),
-      (c) => adapters.setOptions(c.adapters),
+      (c) => {
+        adaptersConfig = c.adapters;
+        adapters.setOptions(mergedSources(c.adapters, directory.listed()));
+        void directory.setOptions(c.adapters);
+      },
       (c) => versions.setVersions(c.adapters.versions),
       (c) => realtime.reconfigure(c),
       (c) => {
@@ -218,6 +226,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
     reconfigure,
     async listen() {
       await Promise.all([store, responseStore, versionStore].map((s) => (s.ready ? waitReady(s.ready(), log) : undefined)));
+      await directory.scan();
       await fleet.init();
       fleet.start();
       await new Promise<void>((resolve, reject) => {
@@ -262,6 +271,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       await agent.close().catch(() => agent.destroy());
       await Promise.all([store.close(), responseStore.close(), versionStore.close(), shared?.close()]);
       keyring.close();
+      directory.stop();
       turns.close();
       // Spans still queued are sent (bounded by the exporter's timeout); a collector that is down only costs that wait.
       await tracing?.shutdown().catch(() => undefined);

@@ -200,6 +200,22 @@ export const AdaptersSchema = Section({
    */
   sources: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:/-]{1,128}$' }), Type.String({ minLength: 1 }), { default: {} }),
   /**
+   * A directory of adapters the gateway may load, besides `sources`: each subdirectory holding an
+   * adapter_config.json is one, named after the subdirectory (a name also in `sources` is the
+   * source's). Read at start, at every reload and every `rescanMs`.
+   */
+  directory: Section({
+    /** The directory as the replicas see it: adapter `name` is loaded from `<path>/name`. Empty: no directory. */
+    path: Type.String({ default: '' }),
+    /**
+     * Where the gateway lists it: the same volume mounted on the gateway's host (read-only is
+     * enough). Empty: `path`, for a gateway that sees it where the replicas do.
+     */
+    listPath: Type.String({ default: '' }),
+    /** How often it is listed again besides start and reloads; 0: only then. */
+    rescanMs: Ms(60_000, 0),
+  }),
+  /**
    * Most adapters a replica holds (its /v1/models adapters); before a load past it, the least
    * recently used one of `sources` with nothing in flight is unloaded. 0: no bound.
    */

@@ -2,39 +2,76 @@ import type { LoraSlots, ReplicaView } from './types.js';
 
 /**
  * What routing believes of each replica's LoRA slots between two scrapes: the adapters this gateway
- * sent there, and when. vLLM runs at most max_loras distinct adapters in one batch; a request for
- * any other waits until one of them has nothing left running, however idle the replica looks by
- * queue length. The scrape (vllm:lora_requests_info) says what runs and waits at its moment; what
- * this gateway sent since is added to it.
+ * sent there, when, and how much. vLLM runs at most max_loras distinct adapters in one batch; a
+ * request for any other waits until one of them has nothing left running, however idle the replica
+ * looks by queue length. The scrape (vllm:lora_requests_info) says what runs and waits at its
+ * moment; what this gateway sent since is added to it.
  */
 export interface AdapterRecency {
   /** A request for `adapter` was routed to `replica` at `now`. */
   touch(replica: string, adapter: string, now: number): void;
   /** The adapters last sent to `replica` after `since` (wall ms). */
   sentAfter(replica: string, since: number): readonly string[];
+  /**
+   * The requests for `adapter` routed to any replica lately (decayed with the traffic half-life),
+   * and those of every adapter: its share of the fleet's adapter traffic.
+   */
+  demand(adapter: string, now: number): { readonly mine: number; readonly all: number };
+  /** The adapter requests routed to `replica` lately, decayed as demand() is. */
+  routed(replica: string, now: number): number;
   /** The replica left or lost its state: nothing is believed of it. */
   forget(replica: string): void;
 }
 
-/** `keepMs`: the longest window anything asks about; older entries are dropped as the replica is touched. */
-export function createAdapterRecency(keepMs: () => number): AdapterRecency {
-  const byReplica = new Map<string, Map<string, number>>();
+interface Sent {
+  at: number;
+  /** Requests routed, decayed to `at`. */
+  count: number;
+}
+
+/**
+ * `keepMs`: the longest window anything asks about; older entries are dropped as the replica is
+ * touched. `halfLifeMs`: how fast the request counts decay (routing.options.trafficHalfLifeMs, the
+ * replicas' own recent-traffic load), so that an adapter's share is in the units the load bound uses.
+ */
+export function createAdapterRecency(keepMs: () => number, halfLifeMs: () => number = () => 30_000): AdapterRecency {
+  const byReplica = new Map<string, Map<string, Sent>>();
+  // Fleet-wide, per adapter and in all: the same counts summed over replicas as they are touched.
+  const byAdapter = new Map<string, Sent>();
+  const total: Sent = { at: 0, count: 0 };
+  let pruneAt = 32;
+  const decayed = (s: Sent | undefined, now: number) => (s === undefined ? 0 : s.count * 2 ** (-Math.max(0, now - s.at) / Math.max(1, halfLifeMs())));
+  const add = (s: Sent | undefined, now: number): Sent => ({ at: now, count: decayed(s, now) + 1 });
   return {
     touch(replica, adapter, now) {
       let m = byReplica.get(replica);
       if (m === undefined) byReplica.set(replica, (m = new Map()));
-      m.set(adapter, now);
-      // Bounded by the adapters the replica serves; names unloaded long ago go here.
+      m.set(adapter, add(m.get(adapter), now));
+      byAdapter.set(adapter, add(byAdapter.get(adapter), now));
+      const t = add(total, now);
+      total.at = t.at;
+      total.count = t.count;
+      // Bounded by the adapters the replicas serve; names unloaded long ago go here.
       const keep = keepMs();
-      for (const [a, at] of m) if (now - at > keep) m.delete(a);
+      for (const [a, x] of m) if (now - x.at > keep) m.delete(a);
+      if (byAdapter.size > pruneAt) {
+        for (const [a, x] of byAdapter) if (now - x.at > keep) byAdapter.delete(a);
+        pruneAt = 2 * Math.max(16, byAdapter.size);
+      }
     },
     sentAfter(replica, since) {
       const m = byReplica.get(replica);
       if (m === undefined) return [];
       const out: string[] = [];
-      for (const [a, at] of m) if (at > since) out.push(a);
+      for (const [a, x] of m) if (x.at > since) out.push(a);
       return out;
     },
+    routed(replica, now) {
+      let n = 0;
+      for (const x of byReplica.get(replica)?.values() ?? []) n += decayed(x, now);
+      return n;
+    },
+    demand: (adapter, now) => ({ mine: decayed(byAdapter.get(adapter), now), all: decayed(total, now) }),
     forget: (replica) => void byReplica.delete(replica),
   };
 }
@@ -45,19 +82,34 @@ export function createAdapterRecency(keepMs: () => number): AdapterRecency {
  */
 export interface AdapterSlotsView {
   readonly adapter: string;
-  /** 1 where the request would wait for a slot (every slot held by other adapters with work in flight), else 0. */
+  /**
+   * 1 where the request would wait for a slot (every slot held by other adapters with work in
+   * flight, or, where its adapter is not at home, every slot another adapter's home), else 0.
+   */
   wait(r: ReplicaView): number;
   /**
    * What the request is believed to meet on `r`: its adapter `running` there (by the scrape, or
    * sent since), a `free` slot, or a `wait`; null where the replica reports no slots.
    */
   slot(r: ReplicaView): AdapterSlotBelief | null;
+  /** For a new session: what its placement reads of `r` (AdapterPlaceView). */
+  place(r: ReplicaView): AdapterPlaceView;
+  /** Its adapter's requests routed lately, and every adapter's (AdapterRecency.demand). */
+  demand(): { readonly mine: number; readonly all: number };
+}
+
+/** What a new session of an adapter reads of one replica's slots. */
+export interface AdapterPlaceView {
   /**
-   * For a new session: 0 where its adapter is at home (running, waiting, or sent within the
-   * working-set window) and not stuck waiting, 1 where a slot is free for it, 2 where every slot
-   * is homed by other adapters. A replica that reports no slots is 1: nothing known either way.
+   * 0 where its adapter is at home (running, waiting, or sent within the working-set window) and
+   * not stuck waiting, 1 where a slot is free for it, 2 where every slot is homed by other
+   * adapters. A replica that reports no slots is 1: nothing known either way.
    */
-  tier(r: ReplicaView): number;
+  readonly tier: number;
+  /** Its LoRA slots (max_loras); 0 where it reports none. */
+  readonly slots: number;
+  /** The adapter requests routed there lately (AdapterRecency.routed). */
+  readonly load: number;
 }
 
 export type AdapterSlotBelief = 'running' | 'free' | 'wait';
@@ -69,6 +121,11 @@ function stuck(s: LoraSlots, adapter: string): boolean {
 
 export function adapterSlotsView(adapter: string, recency: AdapterRecency, now: number, busyMs: number, homeMs: number): AdapterSlotsView {
   const slotsOf = (r: ReplicaView): LoraSlots | null => (r.lora != null && r.lora.maxLoras > 0 ? r.lora : null);
+  const homedOn = (r: ReplicaView, s: LoraSlots): Set<string> => {
+    const homed = new Set([...s.running, ...s.waiting]);
+    for (const a of recency.sentAfter(r.name, now - homeMs)) homed.add(a);
+    return homed;
+  };
   function slot(r: ReplicaView): AdapterSlotBelief | null {
     const s = slotsOf(r);
     if (s === null) return null;
@@ -78,21 +135,26 @@ export function adapterSlotsView(adapter: string, recency: AdapterRecency, now: 
     const busy = new Set(s.running);
     for (const a of recency.sentAfter(r.name, (r.lastScrapeAt ?? -Infinity) - busyMs)) busy.add(a);
     if (busy.has(adapter)) return 'running';
-    return busy.size >= s.maxLoras ? 'wait' : 'free';
+    if (busy.size >= s.maxLoras) return 'wait';
+    // Slots idle at the last scrape are no free slot for an adapter new there when each is another
+    // adapter's home: its sessions would contend with theirs turn after turn.
+    const homed = homedOn(r, s);
+    return !homed.has(adapter) && homed.size >= s.maxLoras ? 'wait' : 'free';
   }
   const wait = (r: ReplicaView) => (slot(r) === 'wait' ? 1 : 0);
   return {
     adapter,
     wait,
     slot,
-    tier(r) {
+    place(r) {
       const s = slotsOf(r);
-      if (s === null) return 1;
-      const homed = new Set([...s.running, ...s.waiting]);
-      for (const a of recency.sentAfter(r.name, now - homeMs)) homed.add(a);
-      if (homed.has(adapter)) return wait(r) > 0 ? 2 : 0;
-      return homed.size < s.maxLoras ? 1 : 2;
+      const load = recency.routed(r.name, now);
+      if (s === null) return { tier: 1, slots: 0, load };
+      const homed = homedOn(r, s);
+      if (homed.has(adapter)) return { tier: wait(r) > 0 ? 2 : 0, slots: s.maxLoras, load };
+      return { tier: homed.size < s.maxLoras ? 1 : 2, slots: s.maxLoras, load };
     },
+    demand: () => recency.demand(adapter, now),
   };
 }
 

@@ -110,7 +110,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
 
   const learner = createLearner({ store, index, cost, traffic, broken, workingSet, residency, stored, stateful: () => composition.stateful, observe, now });
   // Held for the working-set window: a new session of an adapter goes where its sessions are.
-  const adapters = createAdapterRecency(() => Math.max(o.workingSetWindowMs, o.adapterBusyMs));
+  const adapters = createAdapterRecency(() => Math.max(o.workingSetWindowMs, o.adapterBusyMs), () => o.trafficHalfLifeMs);
   const contextDeps = { store, index, broken, pressure, options: () => o, capacities, capacityRead: capacityReading(), adapters };
 
   /**

@@ -24,19 +24,31 @@ describe('what routing believes of a replica’s LoRA slots', () => {
   it('an adapter sent since the last scrape (less its lag) holds a slot until a later scrape', () => {
     const recency = createAdapterRecency(() => 60_000);
     recency.touch('x', 'b', T - 100);
-    const v = adapterSlotsView('a', recency, T, 500, 60_000);
+    // A home window shorter than b's age: only its being in flight is asked about.
+    const v = adapterSlotsView('a', recency, T, 500, 50);
     assert.equal(v.wait(replica('x', { adapters, lora: slots(1, []), lastScrapeAt: T - 200 })), 1, 'sent after the scrape');
     assert.equal(v.wait(replica('x', { adapters, lora: slots(1, []), lastScrapeAt: T + 1000 })), 0, 'a scrape long after saw it gone');
+  });
+
+  it('slots idle at the scrape are no free slot for an adapter new there when each is another adapter’s home', () => {
+    const recency = createAdapterRecency(() => 60_000);
+    recency.touch('x', 'b', T - 30_000);
+    const v = adapterSlotsView('a', recency, T, 500, 60_000);
+    const x = replica('x', { adapters, lora: slots(1, []), lastScrapeAt: T });
+    assert.equal(v.slot(x), 'wait', 'b has sessions there within the working-set window');
+    assert.equal(v.slot(replica('x', { adapters, lora: slots(2, []), lastScrapeAt: T })), 'free', 'a second slot');
+    // b itself is at home there: no wait for it.
+    assert.equal(adapterSlotsView('b', recency, T, 500, 60_000).slot(x), 'free');
   });
 
   it('a new session’s tier: its adapter at home, else a free slot, else every slot homed by others', () => {
     const recency = createAdapterRecency(() => 60_000);
     recency.touch('x', 'b', T - 30_000);
     const v = adapterSlotsView('a', recency, T, 500, 60_000);
-    assert.equal(v.tier(replica('x', { adapters, lora: slots(1, ['a']), lastScrapeAt: T })), 0);
-    assert.equal(v.tier(replica('x', { adapters, lora: slots(1, []), lastScrapeAt: T })), 2, 'b was sent there within the window');
-    assert.equal(v.tier(replica('y', { adapters, lora: slots(1, []), lastScrapeAt: T })), 1);
-    assert.equal(v.tier(replica('y', { adapters, lora: null })), 1);
+    assert.equal(v.place(replica('x', { adapters, lora: slots(1, ['a']), lastScrapeAt: T })).tier, 0);
+    assert.equal(v.place(replica('x', { adapters, lora: slots(1, []), lastScrapeAt: T })).tier, 2, 'b was sent there within the window');
+    assert.equal(v.place(replica('y', { adapters, lora: slots(1, []), lastScrapeAt: T })).tier, 1);
+    assert.equal(v.place(replica('y', { adapters, lora: null })).tier, 1);
   });
 
   it('a request sent where it will wait, for want of a better replica, says so in its decision; a non-adapter request never does', () => {

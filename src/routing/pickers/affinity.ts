@@ -9,7 +9,7 @@ import { agentOfPlacement, WARM_AGENT, type WorkingSet } from '../working-set.js
 import { fits, loadCaps, type LoadCaps } from './bounded-load.js';
 import { RANKED_MAX } from '../shortlist.js';
 import { cheapestByCost, rankCheapest } from './min-ttft.js';
-import { adapterPlaced } from './adapter-placement.js';
+import { adapterPlaced, type AdapterPlacementInput } from './adapter-placement.js';
 
 /** What the picker knows of one candidate, computed by the strategy. */
 export interface PickCandidate {
@@ -54,11 +54,11 @@ export interface PickInput {
    */
   readonly spillOk?: (i: number) => boolean;
   /**
-   * A request for a LoRA adapter (routing/adapter-slots.ts), per candidate: `tier` for a fresh
-   * placement (0 its adapter at home there, 1 a free slot, 2 every slot homed by others) and
-   * `wait` (1 where it would wait for a slot). Absent for any other request.
+   * A request for a LoRA adapter (routing/adapter-slots.ts): what a fresh placement reads of the
+   * slots (`place`, adapter-placement.ts) and, per candidate, `wait` (1 where it would wait for a
+   * slot). Absent for any other request.
    */
-  readonly adapter?: { readonly tier: readonly number[] | null; readonly wait: readonly number[] } | null;
+  readonly adapter?: { readonly place: AdapterPlacementInput | null; readonly wait: readonly number[] } | null;
 }
 
 export interface PickResult {
@@ -115,7 +115,7 @@ export function pickAffinity(p: PickInput): PickResult {
     reason = chosen === home ? p.homeReason : 'spill';
     // Moved off a replica where it would have waited for a LoRA slot, to one where it does not.
     if (chosen !== home && p.adapter && p.adapter.wait[home] > 0 && p.adapter.wait[chosen] === 0) reason = 'adapter';
-  } else if ((chosen = adapterPlaced(p, soft)) >= 0) {
+  } else if ((chosen = adapterPlaced(p, soft, hard)) >= 0) {
     reason = 'adapter';
   } else if (p.byCapacity && p.byCapacity.index >= 0) {
     chosen = p.byCapacity.index;
@@ -267,7 +267,7 @@ export function createAffinityPicker(d: AffinityPickerDeps): Picker {
       const slots = ctx.adapters;
       const pick = pickAffinity({
         adapter: slots === undefined ? null : {
-          tier: home < 0 ? candidates.map((r) => slots.tier(r)) : null,
+          place: home < 0 ? { at: candidates.map((r) => slots.place(r)), demand: slots.demand(), loadFactor: o.loadFactor } : null,
           wait: candidates.map((r) => slots.wait(r)),
         },
         candidates: picks,
