@@ -1,6 +1,6 @@
 // npm run bench:adapters -- --fleet sim|vllm  (--real is --fleet vllm)
 //   [--sessions-per-agent 1] [--turns 6] [--max-tokens 16] [--system-tokens 300,500] [--seed 1]
-//   [--strategies affinity,round-robin,session-hash,one-adapter] [--no-on-demand]
+//   [--strategies affinity,round-robin,session-hash,grouped,one-adapter] [--no-on-demand]
 // The adapter fleet of the goals, over HTTP: two replicas with --max-loras 2, four adapters of
 // equal traffic, each with three agents (system prompts), voice sessions of several turns, through
 // warmroute, round-robin and session hash, and the same sessions sent as one adapter (no request
@@ -26,9 +26,9 @@ import { buildWorkload, WORKLOAD_DEFAULTS } from '../voice/workload.js';
 
 /** The goals' fleet: two replicas, two slots each, four adapters in turn, on demand twelve. */
 export const FLEET_BENCH = Object.freeze({ replicas: 2, maxLoras: 2, adapters: 4, agentsPerAdapter: 3, rotation: 12, maxLoadedPerReplica: 3 });
-const STRATEGIES = ['affinity', 'round-robin', 'session-hash', 'one-adapter'] as const;
+const STRATEGIES = ['affinity', 'round-robin', 'session-hash', 'grouped', 'one-adapter'] as const;
 type FleetStrategy = (typeof STRATEGIES)[number];
-const LABEL: Record<FleetStrategy, string> = { affinity: 'warmroute', 'round-robin': 'round-robin', 'session-hash': 'session hash', 'one-adapter': 'the same sessions, one adapter (no slot waits)' };
+const LABEL: Record<FleetStrategy, string> = { affinity: 'warmroute', 'round-robin': 'round-robin', 'session-hash': 'session hash', grouped: 'adapters grouped by hand (adapter a → replica a × R ÷ 4, no gateway)', 'one-adapter': 'the same sessions, one adapter (no slot waits)' };
 
 export interface AdapterFleet {
   kind: 'sim' | 'vllm';
@@ -111,7 +111,11 @@ export interface FleetWorkloadOptions { sessionsPerAgent: number; turns: number;
 async function runStrategy(f: AdapterFleet, strategy: FleetStrategy, o: FleetWorkloadOptions, tag: string): Promise<TurnRecord[]> {
   const agents = FLEET_BENCH.adapters * FLEET_BENCH.agentsPerAdapter;
   const w = buildWorkload({ ...WORKLOAD_DEFAULTS, sessions: agents * o.sessionsPerAgent, turns: o.turns, groups: agents, systemTokens: o.systemTokens, toolTurnShare: 0, keylessShare: 0, thinkMs: [500, 1500], startSpreadMs: 3_000, seed: o.seed });
-  const g: Gateway = await startGateway(f.urls, strategy === 'one-adapter' ? 'affinity' : strategy, [], null, { health: { statsIntervalMs: 200 } });
+  // `grouped` is no router: each adapter's sessions go straight to the replica a fixed split gives
+  // it, as many adapters on each replica as it has slots, so none ever waits for one. What is left
+  // against `one-adapter` is what serving several adapters in one batch costs the engine itself.
+  const g: Gateway | null = strategy === 'grouped' ? null : await startGateway(f.urls, strategy === 'one-adapter' ? 'affinity' : strategy, [], null, { health: { statsIntervalMs: 200 } });
+  const groupedAt = (a: number) => Math.floor((a * f.urls.length) / FLEET_BENCH.adapters);
   const agent = keepAliveAgent();
   const records: TurnRecord[] = [];
   try {
@@ -122,16 +126,17 @@ async function runStrategy(f: AdapterFleet, strategy: FleetStrategy, o: FleetWor
       for (let turn = 0; turn < plan.turns.length; turn++) {
         messages.push({ role: 'user', content: plan.turns[turn].user });
         const body = { model: adapter, messages, max_tokens: o.maxTokens, ignore_eos: true, temperature: 0, stream: true, stream_options: { include_usage: true } };
-        const x: Exchange = await streamChatExchange(g.url, { 'x-session-id': `${tag}-${plan.id}` }, body, agent, f.requestTimeoutMs);
+        const direct = g === null ? groupedAt(plan.group % FLEET_BENCH.adapters) : -1;
+        const x: Exchange = await streamChatExchange(g === null ? f.urls[direct] : g.url, { 'x-session-id': `${tag}-${plan.id}` }, body, agent, f.requestTimeoutMs);
         const ok = x.status === 200 && x.error === null && x.ttftMs !== null;
-        records.push({ strategy, session: plan.index, turn, adapter, ttftMs: x.ttftMs, ok, error: ok ? null : (x.error ?? `status ${x.status}`), replica: x.replica, route: x.route });
+        records.push({ strategy, session: plan.index, turn, adapter, ttftMs: x.ttftMs, ok, error: ok ? null : (x.error ?? `status ${x.status}`), replica: g === null ? `replica-${direct}` : x.replica, route: x.route });
         messages.push({ role: 'assistant', content: x.content || '…' });
         await sleep(plan.turns[turn].thinkMs);
       }
     }));
   } finally {
     agent.destroy();
-    await g.stop();
+    await g?.stop();
   }
   return records;
 }
