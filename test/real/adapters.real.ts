@@ -14,8 +14,13 @@ import { waitFor } from '../helpers/wait.js';
 import { RUN, longText, postJson, replicaOf } from './real-fleet.js';
 
 const state = readState();
-const up = state?.lora !== undefined && (await Promise.all(state.replicas.map((r) => healthy(r.url)))).every(Boolean);
-const skip = up ? false : 'needs a running LoRA fleet: npm run fleet:vllm -- --lora 4';
+// The cases count on that fleet's shape (4 adapters, 2 slots, lora-0 and lora-1 preloaded): one
+// started for another benchmark (bench:adapters --real preloads 4 of 12) leaves other adapters
+// loaded, and the cases would fail for the fleet, not for the gateway.
+const shaped = state?.lora !== undefined && Object.keys(state.lora.adapters).length === 4 && state.lora.maxLoras === 2
+  && state.lora.preloaded.join(',') === 'lora-0,lora-1';
+const up = shaped && (await Promise.all(state!.replicas.map((r) => healthy(r.url)))).every(Boolean);
+const skip = up ? false : `needs a running LoRA fleet of its shape: npm run fleet:vllm -- --lora 4${state?.lora !== undefined && !shaped ? ' (the running one was started with other LoRA settings)' : ''}`;
 
 const view = async (g: TestGateway) => ((await (await request(`${g.adminUrl}/admin/replicas`)).body.json()) as any).replicas as any[];
 const metric = async (g: TestGateway, series: string) => {
@@ -32,6 +37,17 @@ describe('real vLLM with LoRA adapters', { skip }, () => {
   before(async () => {
     f = state!;
     const lora = f.lora!;
+    // Back to the fleet's start: an earlier run's on-demand case loaded one adapter and unloaded
+    // a preloaded one to make room, and the cases count on every replica holding exactly the
+    // preloaded ones. vLLM's own routes, straight to each replica; an answer of 4xx (already
+    // loaded, or not loaded) is the state wanted.
+    const post = async (url: string, body: unknown) => (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).arrayBuffer();
+    for (const r of f.replicas) {
+      for (const name of Object.keys(lora.adapters)) {
+        if (lora.preloaded.includes(name)) await post(`${r.url}/v1/load_lora_adapter`, { lora_name: name, lora_path: lora.adapters[name] });
+        else await post(`${r.url}/v1/unload_lora_adapter`, { lora_name: name });
+      }
+    }
     g = await startGateway([], {
       upstreams: f.replicas.map((r) => ({ name: r.name, url: r.url })),
       health: { statsIntervalMs: 200 },
@@ -53,18 +69,25 @@ describe('real vLLM with LoRA adapters', { skip }, () => {
 
   it('a new session of an adapter goes where that adapter is running', async () => {
     const [a, b] = f.lora!.preloaded;
-    // One long generation of each adapter: each runs on a replica of its own.
+    // One long generation of each adapter (long enough to be running at some scrape of every 200 ms
+    // however fast the tiny model decodes): each runs on a replica of its own.
     const open = [a, b].map((model) => request(`${g.url}/v1/chat/completions`, {
       method: 'POST', headers: { 'content-type': 'application/json', 'x-session-id': `${RUN}-long-${model}` },
-      body: JSON.stringify({ model, stream: true, max_tokens: 300, ignore_eos: true, messages: [{ role: 'user', content: `talk, ${model}` }] }),
+      body: JSON.stringify({ model, stream: true, max_tokens: 2000, ignore_eos: true, messages: [{ role: 'user', content: `talk, ${model}` }] }),
     }));
     const streams = await Promise.all(open);
     const home = replicaOf(f, streams[0].headers as any);
-    await waitFor(`${a} seen running`, async () => (await view(g)).some((r) => r.name === home && r.lora.running.includes(a)), 30_000);
+    let seen: unknown = null;
+    await waitFor(`${a} seen running`, async () => {
+      const v = await view(g);
+      seen = v.map((r) => [r.name, r.lora]);
+      return v.some((r) => r.name === home && r.lora.running.includes(a));
+    }, 30_000).catch((e: Error) => { throw new Error(`${e.message}; ${home} home; last view ${JSON.stringify(seen)}`); });
     const next = await chat(g, a, 'slot-follower');
     assert.equal(next.status, 200, next.text);
     assert.equal(replicaOf(f, next.headers), home, 'placed where its adapter runs');
-    for (const s of streams) s.body.destroy();
+    // Closing the long generations mid-stream is the point; undici reports that as an abort.
+    for (const s of streams) s.body.on('error', () => {}).destroy();
   });
 
   it('a session keeps the version it was given for every turn', async () => {
