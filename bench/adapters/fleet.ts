@@ -1,6 +1,6 @@
 // npm run bench:adapters -- --fleet sim|vllm  (--real is --fleet vllm)
 //   [--sessions-per-agent 1] [--turns 6] [--max-tokens 16] [--system-tokens 300,500] [--seed 1]
-//   [--strategies affinity,round-robin,session-hash,grouped,one-adapter] [--no-on-demand]
+//   [--strategies affinity,round-robin,session-hash,grouped,one-adapter] [--no-on-demand] [--stats-ms 200]
 // The adapter fleet of the goals, over HTTP: two replicas with --max-loras 2, four adapters of
 // equal traffic, each with three agents (system prompts), voice sessions of several turns, through
 // warmroute, round-robin and session hash, and the same sessions sent as one adapter (no request
@@ -100,7 +100,19 @@ async function settle(f: AdapterFleet, keep: readonly string[]): Promise<void> {
 
 export interface TurnRecord { strategy: FleetStrategy; session: number; turn: number; adapter: string; ttftMs: number | null; ok: boolean; error: string | null; replica: string | null; route: string | null }
 
-export interface FleetWorkloadOptions { sessionsPerAgent: number; turns: number; maxTokens: number; systemTokens: [number, number]; seed: number }
+export interface FleetWorkloadOptions {
+  sessionsPerAgent: number; turns: number; maxTokens: number; systemTokens: [number, number]; seed: number;
+  /** How often the gateways scrape each replica's /metrics (its slots), ms; the gateway's default when absent. */
+  statsMs?: number;
+}
+
+/**
+ * The gateways' scrape of each replica's /metrics (its slots) is the gateway's own default unless
+ * `--stats-ms` is given: on the CPU fleet a scrape every 200 ms is work on the replicas' own cores,
+ * and it made warmroute's warm turns 1.2–1.9× slower than a gateway-less split placing exactly the
+ * same way (docs/benchmarks/adapters.md).
+ */
+const health = (o: FleetWorkloadOptions) => (o.statsMs === undefined ? {} : { health: { statsIntervalMs: o.statsMs } });
 
 /**
  * Each strategy's run: the same sessions (agent k of adapter k mod 4, its system prompt; the
@@ -114,7 +126,7 @@ async function runStrategy(f: AdapterFleet, strategy: FleetStrategy, o: FleetWor
   // `grouped` is no router: each adapter's sessions go straight to the replica a fixed split gives
   // it, as many adapters on each replica as it has slots, so none ever waits for one. What is left
   // against `one-adapter` is what serving several adapters in one batch costs the engine itself.
-  const g: Gateway | null = strategy === 'grouped' ? null : await startGateway(f.urls, strategy === 'one-adapter' ? 'affinity' : strategy, [], null, { health: { statsIntervalMs: 200 } });
+  const g: Gateway | null = strategy === 'grouped' ? null : await startGateway(f.urls, strategy === 'one-adapter' ? 'affinity' : strategy, [], null, health(o));
   const groupedAt = (a: number) => Math.floor((a * f.urls.length) / FLEET_BENCH.adapters);
   const agent = keepAliveAgent();
   const records: TurnRecord[] = [];
@@ -187,7 +199,7 @@ async function loadCounters(adminUrl: string) {
 async function runOnDemand(f: AdapterFleet, o: FleetWorkloadOptions, tag: string): Promise<OnDemandResult> {
   await settle(f, adapterNames(FLEET_BENCH.adapters));
   const g = await startGateway(f.urls, 'affinity', [], null, {
-    health: { statsIntervalMs: 200 },
+    ...health(o),
     adapters: { sources: f.adapters, maxLoadedPerReplica: FLEET_BENCH.maxLoadedPerReplica, loadTimeoutMs: f.requestTimeoutMs },
   });
   const agent = keepAliveAgent();
@@ -270,11 +282,11 @@ export function report(r: FleetBenchResult): string {
 
 export async function main(argv: string[]): Promise<void> {
   const s = { type: 'string' } as const;
-  const { values: a } = parseArgs({ args: argv, options: { fleet: s, real: { type: 'boolean' }, 'sessions-per-agent': s, turns: s, 'max-tokens': s, 'system-tokens': s, seed: s, strategies: s, 'no-on-demand': { type: 'boolean' } } });
+  const { values: a } = parseArgs({ args: argv, options: { fleet: s, real: { type: 'boolean' }, 'stats-ms': s, 'sessions-per-agent': s, turns: s, 'max-tokens': s, 'system-tokens': s, seed: s, strategies: s, 'no-on-demand': { type: 'boolean' } } });
   const kind = a.real ? 'vllm' : (a.fleet ?? 'sim');
   if (kind !== 'sim' && kind !== 'vllm') throw new Error(`--fleet sim|vllm (got ${kind})`);
   const [lo, hi] = (a['system-tokens'] ?? '300,500').split(',').map(Number);
-  const o: FleetWorkloadOptions = { sessionsPerAgent: Number(a['sessions-per-agent'] ?? 1), turns: Number(a.turns ?? 6), maxTokens: Number(a['max-tokens'] ?? 16), systemTokens: [lo, hi ?? lo], seed: Number(a.seed ?? 1) };
+  const o: FleetWorkloadOptions = { sessionsPerAgent: Number(a['sessions-per-agent'] ?? 1), turns: Number(a.turns ?? 6), maxTokens: Number(a['max-tokens'] ?? 16), systemTokens: [lo, hi ?? lo], seed: Number(a.seed ?? 1), ...(a['stats-ms'] === undefined ? {} : { statsMs: Number(a['stats-ms']) }) };
   const strategies = (a.strategies ?? STRATEGIES.join(',')).split(',') as FleetStrategy[];
   for (const st of strategies) if (!STRATEGIES.includes(st)) throw new Error(`unknown strategy ${st}: ${STRATEGIES.join(', ')}`);
   const f = kind === 'vllm' ? await vllmFleet() : await simFleet();
