@@ -191,6 +191,9 @@ export const ResponsesSchema = Section({
   fetchMs: Ms(250),
 });
 
+/** An adapter's name as the adapters section accepts it (and as adapters.directory's subdirectories must be named). */
+export const ADAPTER_NAME_PATTERN = '^[A-Za-z0-9_.:/-]{1,128}$';
+
 /** LoRA adapters the gateway manages (docs/adapters.md): loaded on demand, versions rolled out per session. */
 export const AdaptersSchema = Section({
   /**
@@ -198,7 +201,7 @@ export const AdaptersSchema = Section({
    * has loaded: name → its path as the replicas see it (vLLM's `lora_path`). The replicas need
    * VLLM_ALLOW_RUNTIME_LORA_UPDATING=1. Empty: the gateway never loads or unloads an adapter.
    */
-  sources: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:/-]{1,128}$' }), Type.String({ minLength: 1 }), { default: {} }),
+  sources: Type.Record(Type.String({ pattern: ADAPTER_NAME_PATTERN }), Type.String({ minLength: 1 }), { default: {} }),
   /**
    * A directory of adapters the gateway may load, besides `sources`: each subdirectory holding an
    * adapter_config.json is one, named after the subdirectory (a name also in `sources` is the
@@ -228,7 +231,7 @@ export const AdaptersSchema = Section({
    * for every turn; a request without a session key is split by weight. A reload changes the
    * weights for new sessions only.
    */
-  versions: Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:/-]{1,128}$' }), Type.Record(Type.String({ pattern: '^[A-Za-z0-9_.:/-]{1,128}$' }), Type.Number({ minimum: 0 })), { default: {} }),
+  versions: Type.Record(Type.String({ pattern: ADAPTER_NAME_PATTERN }), Type.Record(Type.String({ pattern: ADAPTER_NAME_PATTERN }), Type.Number({ minimum: 0 })), { default: {} }),
   /**
    * Adapters with a label of their own in the per-adapter metrics: the busiest this many by recent
    * traffic; the rest are counted as `other`. Bounds the series whatever the fleet serves.

@@ -1,11 +1,11 @@
 import { access, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { AdaptersConfig } from '../config/schema.js';
+import { ADAPTER_NAME_PATTERN, type AdaptersConfig } from '../config/schema.js';
 import type { Metrics } from '../telemetry/metrics.js';
 
-/** An adapter name as adapters.sources accepts it (config/schema.ts). */
-const NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
+// A directory entry's name never holds a '/', so the pattern's own '/' never matches one here.
+const NAME = new RegExp(ADAPTER_NAME_PATTERN);
 
 /** What vLLM reads from a PEFT adapter's directory: one without it is no adapter (yet). */
 export const ADAPTER_CONFIG_FILE = 'adapter_config.json';

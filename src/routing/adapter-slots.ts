@@ -34,11 +34,11 @@ interface Sent {
  * touched. `halfLifeMs`: how fast the request counts decay (routing.options.trafficHalfLifeMs, the
  * replicas' own recent-traffic load), so that an adapter's share is in the units the load bound uses.
  */
-export function createAdapterRecency(keepMs: () => number, halfLifeMs: () => number = () => 30_000): AdapterRecency {
+export function createAdapterRecency(keepMs: () => number, halfLifeMs: () => number): AdapterRecency {
   const byReplica = new Map<string, Map<string, Sent>>();
   // Fleet-wide, per adapter and in all: the same counts summed over replicas as they are touched.
   const byAdapter = new Map<string, Sent>();
-  const total: Sent = { at: 0, count: 0 };
+  let total: Sent = { at: 0, count: 0 };
   let pruneAt = 32;
   const decayed = (s: Sent | undefined, now: number) => (s === undefined ? 0 : s.count * 2 ** (-Math.max(0, now - s.at) / Math.max(1, halfLifeMs())));
   const add = (s: Sent | undefined, now: number): Sent => ({ at: now, count: decayed(s, now) + 1 });
@@ -48,9 +48,7 @@ export function createAdapterRecency(keepMs: () => number, halfLifeMs: () => num
       if (m === undefined) byReplica.set(replica, (m = new Map()));
       m.set(adapter, add(m.get(adapter), now));
       byAdapter.set(adapter, add(byAdapter.get(adapter), now));
-      const t = add(total, now);
-      total.at = t.at;
-      total.count = t.count;
+      total = add(total, now);
       // Bounded by the adapters the replicas serve; names unloaded long ago go here.
       const keep = keepMs();
       for (const [a, x] of m) if (now - x.at > keep) m.delete(a);

@@ -24,7 +24,7 @@ describe('bench:adapters --fleet', () => {
         assert.equal(row.warm.n, FLEET_BENCH.adapters * FLEET_BENCH.agentsPerAdapter);
         assert.ok(Number.isFinite(row.p90Ratio));
       }
-      // Sent as one adapter, the sessions use one slot; warmroute keeps each adapter on one replica.
+      // Sent as one adapter, the sessions use one slot on each replica.
       assert.deepEqual(Object.values(r.rows[1].adaptersPerReplica).map((a) => a.length), [1, 1]);
       const d = r.onDemand!;
       assert.ok(d.first.ok);

@@ -11,7 +11,7 @@ const T = 1_000_000;
 
 describe('what routing believes of a replica’s LoRA slots', () => {
   it('no wait where the adapter runs or a slot is free; a wait where every slot holds others, or where it is stuck', () => {
-    const recency = createAdapterRecency(() => 60_000);
+    const recency = createAdapterRecency(() => 60_000, () => 30_000);
     const v = adapterSlotsView('a', recency, T, 500, 60_000);
     assert.equal(v.wait(replica('x', { adapters, lora: slots(1, ['a']), lastScrapeAt: T })), 0);
     assert.equal(v.wait(replica('x', { adapters, lora: slots(2, ['b']), lastScrapeAt: T })), 0);
@@ -22,7 +22,7 @@ describe('what routing believes of a replica’s LoRA slots', () => {
   });
 
   it('an adapter sent since the last scrape (less its lag) holds a slot until a later scrape', () => {
-    const recency = createAdapterRecency(() => 60_000);
+    const recency = createAdapterRecency(() => 60_000, () => 30_000);
     recency.touch('x', 'b', T - 100);
     // A home window shorter than b's age: only its being in flight is asked about.
     const v = adapterSlotsView('a', recency, T, 500, 50);
@@ -31,7 +31,7 @@ describe('what routing believes of a replica’s LoRA slots', () => {
   });
 
   it('slots idle at the scrape are no free slot for an adapter new there when each is another adapter’s home', () => {
-    const recency = createAdapterRecency(() => 60_000);
+    const recency = createAdapterRecency(() => 60_000, () => 30_000);
     recency.touch('x', 'b', T - 30_000);
     const v = adapterSlotsView('a', recency, T, 500, 60_000);
     const x = replica('x', { adapters, lora: slots(1, []), lastScrapeAt: T });
@@ -42,7 +42,7 @@ describe('what routing believes of a replica’s LoRA slots', () => {
   });
 
   it('a new session’s tier: its adapter at home, else a free slot, else every slot homed by others', () => {
-    const recency = createAdapterRecency(() => 60_000);
+    const recency = createAdapterRecency(() => 60_000, () => 30_000);
     recency.touch('x', 'b', T - 30_000);
     const v = adapterSlotsView('a', recency, T, 500, 60_000);
     assert.equal(v.place(replica('x', { adapters, lora: slots(1, ['a']), lastScrapeAt: T })).tier, 0);

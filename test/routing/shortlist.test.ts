@@ -239,7 +239,7 @@ describe('context: KV capacities are read again when they can have changed', () 
       store: store(), index, broken: { avoid: () => null } as never,
       pressure: { forDecision: () => () => false } as never,
       options: () => ({ prefixTtlMs: 600_000 }) as never, capacities: new Map(), capacityRead: capacityReading(),
-      adapters: createAdapterRecency(() => 0),
+      adapters: createAdapterRecency(() => 0, () => 30_000),
     };
     const rs = fleet(3, { kvCapacityTokens: 1000 });
     buildContext(d, keyIdentity('s'), rs, T, true);
