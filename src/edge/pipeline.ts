@@ -240,9 +240,14 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
     // A managed adapter in use on its replica is not unloaded there until this exchange ends.
     if (loader !== undefined && loader.manages(model)) x.owner.holdAdapter(decision.ranked[0].name, model);
     if (loadable === null) return admit(x, () => forwardTo(x, target, body, decision, resumable, streamed));
-    // Loaded where routing placed it, then forwarded there only (no other replica has it). The
-    // wait is the queue hop's; a client that goes meanwhile is ended by its owner, the load goes on.
     const chosen = registry.byName(decision.ranked[0].name)!;
+    // Where it is loaded already: forwarded as any request, its failover kept to replicas that have it.
+    if (chosen.adapters.has(model!)) {
+      const having: Decision = { ...decision, ranked: decision.ranked.filter((r) => r.adapters?.has(model!)) };
+      return admit(x, () => forwardTo(x, target, body, having, resumable, streamed));
+    }
+    // Loaded where routing placed it, then forwarded there only (no other replica has it yet). The
+    // wait is the queue hop's; a client that goes meanwhile is ended by its owner, the load goes on.
     const only: Decision = { ...decision, ranked: [chosen] };
     loader!.ensure(chosen, model!).then((change) => {
       if (change !== null) {

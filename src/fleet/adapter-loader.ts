@@ -37,9 +37,10 @@ export interface AdapterLoader {
   /** Whether the gateway may load and unload `model`: one of adapters.sources. */
   manages(model: string | null): model is string;
   /**
-   * For a request naming one of adapters.sources that no replica taking traffic lists: which
-   * replicas could load it (routing places the request among them). null when the model is not a
-   * source or some replica serves it already. Throws 503 adapter_unavailable (counted) when no
+   * For a request naming one of adapters.sources: the replicas that could hold it (routing places
+   * the request among them, where it is loaded while its traffic fits there), or, while it loads
+   * on some and none lists it yet, those only. null when the model is not a source, or when only
+   * replicas that cannot load adapters list it. Throws 503 adapter_unavailable (counted) when no
    * replica could take it.
    */
   loadable(model: string | null, replicas: readonly ReplicaView[]): ((r: ReplicaView) => boolean) | null;
@@ -243,14 +244,23 @@ export function createAdapterLoader(deps: AdapterLoaderDeps): AdapterLoader {
     manages: (model): model is string => model !== null && Object.hasOwn(o.sources, model),
     loadable(model, replicas) {
       if (model === null || !Object.hasOwn(o.sources, model)) return null;
-      for (const r of replicas) if (r.up && !r.draining && r.adapters?.has(model)) return null;
       const base = baseOf.get(model);
       const can = (r: ReplicaView) => loraOn(r) && (base === undefined || r.models === null || r.models.has(base));
+      const listed = replicas.some((r) => r.up && !r.draining && r.adapters?.has(model));
+      if (!listed) {
+        // Requests that come while it loads somewhere join that load rather than start one more
+        // elsewhere: one load however many first requests there are.
+        const joining = replicas.filter((r) => can(r) && loading.has(key(r.name, model)));
+        if (joining.length > 0) return (r) => joining.includes(r);
+      }
       if (!replicas.some(can)) {
+        if (listed) return null;
         metrics.adapterLoads.inc({ outcome: 'no_replica' });
         log.warn({ adapter: model }, 'adapter not loadable: no replica that takes traffic has LoRA enabled (vllm:lora_requests_info) for its base model');
         throw errors.adapterUnavailable([model, 'no replica that takes traffic has LoRA enabled for its base model'], 'model');
       }
+      // Loaded somewhere or not, every replica that could hold it is a candidate: placement keeps
+      // it where it is loaded while its traffic fits there and loads it on one more when not.
       return can;
     },
     ensure(r, adapter) {

@@ -117,7 +117,12 @@ function stuck(s: LoraSlots, adapter: string): boolean {
   return s.waiting.has(adapter) && !s.running.has(adapter) && s.running.size >= s.maxLoras;
 }
 
-export function adapterSlotsView(adapter: string, recency: AdapterRecency, now: number, busyMs: number, homeMs: number): AdapterSlotsView {
+/**
+ * `loadedIsHome`: for an adapter the gateway loads on demand, a replica that has it loaded is one of
+ * its homes even while idle there, so that its new sessions go where no load is needed. (Adapters
+ * the replicas load themselves are listed everywhere they may run: there a listing says nothing.)
+ */
+export function adapterSlotsView(adapter: string, recency: AdapterRecency, now: number, busyMs: number, homeMs: number, loadedIsHome = false): AdapterSlotsView {
   const slotsOf = (r: ReplicaView): LoraSlots | null => (r.lora != null && r.lora.maxLoras > 0 ? r.lora : null);
   const homedOn = (r: ReplicaView, s: LoraSlots): Set<string> => {
     const homed = new Set([...s.running, ...s.waiting]);
@@ -149,7 +154,7 @@ export function adapterSlotsView(adapter: string, recency: AdapterRecency, now: 
       const load = recency.routed(r.name, now);
       if (s === null) return { tier: 1, slots: 0, load };
       const homed = homedOn(r, s);
-      if (homed.has(adapter)) return { tier: wait(r) > 0 ? 2 : 0, slots: s.maxLoras, load };
+      if (homed.has(adapter) || (loadedIsHome && r.adapters?.has(adapter))) return { tier: wait(r) > 0 ? 2 : 0, slots: s.maxLoras, load };
       return { tier: homed.size < s.maxLoras ? 1 : 2, slots: s.maxLoras, load };
     },
     demand: () => recency.demand(adapter, now),

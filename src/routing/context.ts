@@ -92,7 +92,7 @@ export function buildContext(d: ContextDeps, identity: RequestIdentity, replicas
     const w = Math.min(Math.max(conversation.warmTokens, previous), identity.promptTokens);
     if (w > (warm.get(conversation.replica) ?? 0)) warm.set(conversation.replica, w);
   }
-  const adapters = identity.model !== null && (loadable !== undefined || isAdapter(identity.model, replicas)) ? adapterSlotsView(identity.model, d.adapters, t, o.adapterBusyMs, o.workingSetWindowMs) : undefined;
+  const adapters = identity.model !== null && (loadable !== undefined || isAdapter(identity.model, replicas)) ? adapterSlotsView(identity.model, d.adapters, t, o.adapterBusyMs, o.workingSetWindowMs, loadable !== undefined) : undefined;
   return {
     identity, replicas, now: t, pin, warm, avoid: d.broken.avoid(identity.sessionKey ?? identity.conversationKey, t), conversation,
     pressured: d.pressure.forDecision(identity, t),

@@ -102,6 +102,65 @@ describe('adapters loaded on demand', () => {
   });
 });
 
+describe('adapters loaded on demand: a burst of first requests', () => {
+  let r1: SimReplica;
+  let r2: SimReplica;
+  let g: TestGateway;
+  before(async () => {
+    r1 = await startReplica({ ...LORA, name: 'r1', loraLoadMs: 200 });
+    r2 = await startReplica({ ...LORA, name: 'r2', loraLoadMs: 200 });
+    g = await startGateway([], {
+      upstreams: [{ name: 'r1', url: r1.url }, { name: 'r2', url: r2.url }],
+      health: { statsIntervalMs: 50 },
+      adapters: { sources: { y: path('y'), w: path('w') } },
+    });
+    await scraped(g);
+  });
+  after(async () => {
+    await g.close();
+    await r1.close();
+    await r2.close();
+  });
+
+  it('first requests that come while their adapter loads join that load, however much of the traffic they are', async () => {
+    // On a gateway that has seen one other adapter request, six new sessions of w are most of the
+    // fleet's recent adapter traffic: placement would spread them over both replicas were w loaded.
+    assert.equal((await chat(g, 'y', { user: 'before' })).status, 200);
+    const before = r1.loraCalls().load + r2.loraCalls().load;
+    const answers = await Promise.all(Array.from({ length: 6 }, async (_, i) => {
+      const res = await request(`${g.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json', 'x-session-id': `join-${i}` },
+        body: JSON.stringify({ model: 'w', max_tokens: 2, messages: [{ role: 'system', content: `agent ${i}` }, { role: 'user', content: 'hello' }] }),
+      });
+      await res.body.text();
+      return { status: res.statusCode, replica: res.headers['x-warmroute-replica'] };
+    }));
+    for (const a of answers) assert.equal(a.status, 200);
+    assert.equal(r1.loraCalls().load + r2.loraCalls().load - before, 1);
+    assert.equal(new Set(answers.map((a) => a.replica)).size, 1);
+  });
+
+  it('an adapter loaded on demand spreads to one more replica, with one more load, when its traffic needs it', async () => {
+    // w, loaded on one replica, is nearly all the fleet's adapter traffic: more than one replica
+    // carries under the load bound. Its next new sessions get a second home.
+    const before = { r1: r1.loraCalls().load, r2: r2.loraCalls().load };
+    const seen = new Set<string>();
+    for (let i = 0; i < 6; i++) {
+      const res = await request(`${g.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json', 'x-session-id': `more-${i}` },
+        body: JSON.stringify({ model: 'w', max_tokens: 2, messages: [{ role: 'system', content: `another agent ${i}` }, { role: 'user', content: 'hello' }] }),
+      });
+      await res.body.text();
+      assert.equal(res.statusCode, 200);
+      seen.add(String(res.headers['x-warmroute-replica']));
+    }
+    assert.deepEqual([...seen].sort(), ['r1', 'r2']);
+    assert.equal(r1.loraCalls().load - before.r1 + r2.loraCalls().load - before.r2, 1);
+    for (const r of await replicasView(g)) assert.equal(r.adapters.w, BASE, r.name);
+  });
+
+});
+
 describe('adapters loaded on demand: bounds and failures', () => {
   const started: SimReplica[] = [];
   const gateways: TestGateway[] = [];
