@@ -23,6 +23,8 @@ async function gateway(r: WsReplica, raw: Record<string, any> = {}): Promise<Tes
   const g = await startGateway([], {
     upstreams: [{ url: r.url, apiKey: REPLICA_KEY }],
     auth: { apiKeys: [{ name: 'browser', sha256: sha256(BROWSER_KEY), maxConcurrent: 1 }, { name: 'server', sha256: sha256(SERVER_KEY), maxConcurrent: 0 }] },
+    // A failed assertion leaves connections open: the gateway's close does not wait long for them.
+    timeouts: { drainMs: 300 },
     ...raw,
   });
   await waitFor('replica up', () => g.gw.registry.replicas.every((x) => x.up && x.models !== null), 5_000);
