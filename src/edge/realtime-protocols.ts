@@ -45,8 +45,9 @@ export type ProtocolBy = 'replica' | 'gateway';
 /**
  * The subprotocol the client's handshake answers with, from those it offered (`ws`'s parse of its
  * header): the replica's selection when it made one (it was offered only what the client offered);
- * else the first offered that is not a key, because a browser that offered subprotocols refuses a
- * handshake that selects none, and vLLM selects none; never a key. Null: nothing may be selected.
+ * else the first offered that is not a key, because vLLM selects none and a browser fails a
+ * handshake that offered subprotocols and got none back (the WHATWG WebSocket standard; RFC 6455
+ * alone would allow it); never a key. Null: nothing may be selected.
  */
 export function answeredProtocol(offered: ReadonlySet<string>, replicaSelected: string): { protocol: string; by: ProtocolBy } | null {
   if (replicaSelected !== '' && offered.has(replicaSelected) && !isKeyProtocol(replicaSelected)) return { protocol: replicaSelected, by: 'replica' };

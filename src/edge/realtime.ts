@@ -159,7 +159,7 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
       const replica = c.replica?.name ?? null;
       if (answer.by === 'gateway' && replica !== null && !selectedNone.has(replica)) {
         selectedNone.add(replica);
-        log.warn({ replica, protocol: answer.protocol }, 'realtime: the replica selected no subprotocol of those the client offered; the client is answered with the first it offered that is not a key (Chromium refuses a handshake that selects none)');
+        log.warn({ replica, protocol: answer.protocol }, 'realtime: the replica selected no subprotocol of those the client offered; the client is answered with the first it offered that is not a key (a browser fails a handshake that offered subprotocols and got none back)');
       }
       return answer.protocol;
     },

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { request } from 'undici';
+import { request, WebSocket as StandardWebSocket } from 'undici';
 import { accessLines, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { dial, rawExchange, refusedWith } from '../helpers/realtime-client.js';
 import { waitFor } from '../helpers/wait.js';
@@ -201,6 +201,34 @@ describe('realtime: the handshake\'s subprotocol', () => {
       assert.match(raw, /^HTTP\/1.1 101 /);
       assert.doesNotMatch(raw.split('\r\n\r\n')[0], /sec-websocket-protocol/i);
       assert.deepEqual(offeredToReplica(r).at(-1), '', 'the replica was offered nothing');
+      await keysNowhere(g, [BROWSER_KEY, SERVER_KEY]);
+    } finally {
+      await g.close();
+      await r.close();
+    }
+  });
+
+  it('a WebSocket after the browsers\' standard (undici\'s) opens with OpenAI\'s browser subprotocols through to a replica that selects none', async () => {
+    const r = await startWsReplica();
+    r.choose = () => false;
+    const g = await gateway(r);
+    try {
+      // The WHATWG standard fails a handshake that offered subprotocols and got none back.
+      for (const protocols of [['realtime', keyProtocol(BROWSER_KEY)], ['realtime', keyProtocol(SERVER_KEY), 'openai-beta.realtime-v1']]) {
+        const ws = new StandardWebSocket(`${g.url.replace(/^http/, 'ws')}/v1/realtime?model=fixture-model&session_id=call-9`, protocols);
+        const first = await new Promise<string>((resolve, reject) => {
+          ws.addEventListener('message', (e) => resolve(String(e.data)), { once: true });
+          ws.addEventListener('error', () => reject(new Error('the handshake failed')), { once: true });
+        });
+        assert.match(first, /^\{"type":"session.created"/);
+        assert.equal(ws.protocol, 'realtime');
+        const closed = new Promise((resolve) => ws.addEventListener('close', resolve, { once: true }));
+        ws.close(1000);
+        await closed;
+      }
+      assert.deepEqual(offeredToReplica(r), ['realtime', 'realtime, openai-beta.realtime-v1']);
+      const lines = await closedAndLogged(g, 2);
+      assert.deepEqual(lines.map((l) => l.key), ['browser', 'server']);
       await keysNowhere(g, [BROWSER_KEY, SERVER_KEY]);
     } finally {
       await g.close();
