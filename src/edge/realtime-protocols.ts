@@ -8,8 +8,8 @@ import { errors } from '../errors.js';
 export const KEY_PROTOCOL_PREFIX = 'openai-insecure-api-key.';
 
 /**
- * A subprotocol name as RFC 6455 has it (an RFC 7230 token), the check `ws` makes of the
- * protocols a client offers: a list that passes here passes `ws` on both sides of the relay.
+ * A subprotocol name as RFC 6455 has it (an RFC 7230 token), as `ws` checks it: a list of distinct
+ * ones passes `ws`'s parse when the client's upgrade is accepted, and a replica's.
  */
 const TOKEN = /^[!#$%&'*+\-.0-9A-Z^_`|a-z~]+$/;
 
