@@ -29,6 +29,7 @@ import type { RequestTrace } from '../telemetry/tracing/request-trace.js';
 import type { Tracing } from '../telemetry/tracing/tracing.js';
 import { closeReason, nativeMasking, openUpstream, pipe, sendableCode, type OpenedUpstream } from '../upstream/realtime-relay.js';
 import type { ClientKey, Keyring } from './api-keys.js';
+import { answeredProtocol, KEY_PROTOCOL_PREFIX, offeredProtocols, type Offered, type ProtocolBy } from './realtime-protocols.js';
 import { requestTarget } from './target.js';
 
 export const REALTIME_PATH = '/v1/realtime';
@@ -118,6 +119,10 @@ class Connection {
   sessionKey: string | null = null;
   sessionSource: string | null = null;
   route: RealtimeRoute | null = null;
+  /** The subprotocol its replica selected ('' for none), and the one the client was answered with. */
+  replicaProtocol = '';
+  protocol: string | null = null;
+  protocolBy: ProtocolBy | null = null;
   attempts = 0;
   framesIn = 0;
   framesOut = 0;
@@ -136,12 +141,28 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
   const limiter: Limiter = createLimiter(limitOf(deps.config()));
   const counts = new Map<string, number>();
   const open = new Set<Connection>();
-  /** The subprotocol each accepted upgrade answers with: the one its replica chose. */
-  const protocolOf = new WeakMap<IncomingMessage, string>();
+  /** The connection of each upgrade being accepted: `ws` asks which subprotocol it answers with. */
+  const accepting = new WeakMap<IncomingMessage, Connection>();
+  /** Replicas already warned of for selecting no subprotocol (once each: vLLM never selects one). */
+  const selectedNone = new Set<string>();
   const wss = new WebSocketServer({
     noServer: true, clientTracking: false, perMessageDeflate: false, autoPong: false, skipUTF8Validation: true,
     maxPayload: deps.config().realtime.maxFrameBytes,
-    handleProtocols: (_offered, req) => protocolOf.get(req) ?? false,
+    // Called only when the client offered subprotocols, with `ws`'s parse of them.
+    handleProtocols: (offered, req) => {
+      const c = accepting.get(req);
+      if (c === undefined) return false;
+      const answer = answeredProtocol(offered, c.replicaProtocol);
+      if (answer === null) return false;
+      c.protocol = answer.protocol;
+      c.protocolBy = answer.by;
+      const replica = c.replica?.name ?? null;
+      if (answer.by === 'gateway' && replica !== null && !selectedNone.has(replica)) {
+        selectedNone.add(replica);
+        log.warn({ replica, protocol: answer.protocol }, 'realtime: the replica selected no subprotocol of those the client offered; the client is answered with the first it offered that is not a key (a browser fails a handshake that offered subprotocols and got none back)');
+      }
+      return answer.protocol;
+    },
   });
   let turn = 0;
   let closing = false;
@@ -189,7 +210,7 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
     const now = nowMs();
     const ended: RealtimeEnded = {
       status: x.status, outcome, replica: replicaName, route: c.route, attempts: c.attempts, key: c.key, priority: c.priority,
-      sessionKey: c.sessionKey, sessionSource: c.sessionSource, closeCode: code, closeReason: reason,
+      sessionKey: c.sessionKey, sessionSource: c.sessionSource, protocol: c.protocol, protocolBy: c.protocolBy, closeCode: code, closeReason: reason,
       openMs: c.acceptedAt > 0 ? c.acceptedAt - c.received : null, durationMs: now - c.received,
       framesIn: c.framesIn, framesOut: c.framesOut, bytesIn: c.bytesIn, bytesOut: c.bytesOut, utterances: c.tap.count,
       err: x.err?.openaiCode ?? null,
@@ -226,13 +247,15 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
     end(c, outcome, { status: err.statusCode, err });
   }
 
-  function authorize(c: Connection, req: IncomingMessage): void {
+  /** The client key: a header's, else (a browser's) the key subprotocol's. */
+  function authorize(c: Connection, req: IncomingMessage, offered: Offered): void {
     if (keyring.open) return;
     const apiKey = req.headers['x-api-key'];
-    const key = keyring.check(req.headers.authorization ?? (typeof apiKey === 'string' ? `Bearer ${apiKey}` : undefined));
+    const fromSubprotocol = offered.key === null ? undefined : `Bearer ${offered.key}`;
+    const key = keyring.check(req.headers.authorization ?? (typeof apiKey === 'string' ? `Bearer ${apiKey}` : fromSubprotocol));
     if (typeof key === 'string') {
       metrics.authFailures.inc({ reason: key });
-      throw Object.assign(errors.invalidApiKey([key === 'missing' ? 'An API key is required: send it as Authorization: Bearer <key>' : 'Incorrect API key provided']), { refusal: 'unauthorized' });
+      throw Object.assign(errors.invalidApiKey([key === 'missing' ? `An API key is required: send it as Authorization: Bearer <key>, or from a browser as the subprotocol ${KEY_PROTOCOL_PREFIX}<key>` : 'Incorrect API key provided']), { refusal: 'unauthorized' });
     }
     if (key.maxConcurrent > 0 && key.open >= key.maxConcurrent) {
       metrics.shed.inc({ reason: 'key_limit' });
@@ -254,6 +277,7 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
     const config = deps.config();
     let model: string | null = null;
     let search = '';
+    let offered: Offered = { relayed: [], key: null };
     try {
       // node hands every request that asks to upgrade here (an `Upgrade: h2c` on a chat request too):
       // only a WebSocket is served this way.
@@ -265,7 +289,8 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
       if (req.method !== 'GET' || !WS_KEY.test(req.headers['sec-websocket-key'] ?? '') || (version !== '13' && version !== '8')) {
         throw tagged(errors.invalidRequest(['A realtime connection is a WebSocket upgrade: GET with Upgrade: websocket']), 'bad_request');
       }
-      authorize(c, req);
+      offered = offeredProtocols(req.headers['sec-websocket-protocol']);
+      authorize(c, req, offered);
       if (deps.draining() || closing) throw tagged(errors.shuttingDown([], null, undefined, ['retry-after', '1']), 'shutting_down');
       search = target.search;
       // A WebSocket upgrade has no body: its query parameters stand in for the body fields of the
@@ -292,12 +317,11 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
     }
     open.add(c);
     c.trace = deps.tracing?.begin(req.headers, 'GET', c.received) ?? null;
-    const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).filter((p) => p !== '');
-    void connect(c, req, head, { model, search, offered, config });
+    void connect(c, req, head, { model, search, offered: offered.relayed, config });
   }
 
   /** Tries replicas in turn until one sends session.created, then accepts the client's upgrade. */
-  async function connect(c: Connection, req: IncomingMessage, head: Buffer, x: { model: string | null; search: string; offered: string[]; config: ResolvedConfig }): Promise<void> {
+  async function connect(c: Connection, req: IncomingMessage, head: Buffer, x: { model: string | null; search: string; offered: readonly string[]; config: ResolvedConfig }): Promise<void> {
     const rc = x.config.realtime;
     const tried = new Set<string>();
     const pinned = c.sessionKey === null ? null : store.get(pinKey(c.sessionKey), Date.now())?.replica ?? null;
@@ -338,7 +362,8 @@ export function createRealtime(deps: RealtimeDeps): Realtime {
   function accept(c: Connection, req: IncomingMessage, head: Buffer, r: ReplicaState, up: OpenedUpstream): void {
     c.upstream = up.ws;
     up.ws.on('error', (e: Error) => { c.upstreamError = e; });
-    if (up.ws.protocol !== '') protocolOf.set(req, up.ws.protocol);
+    c.replicaProtocol = up.protocol;
+    accepting.set(req, c);
     c.socket.off('close', c.gone);
     c.socket.off('error', noop);
     wss.handleUpgrade(req, c.socket, head, (client) => {

@@ -2,6 +2,7 @@
 // upgrade or relayed for minutes; per utterance, the transcription's timings.
 
 import type { Logger } from 'pino';
+import type { ProtocolBy } from '../edge/realtime-protocols.js';
 import type { RealtimeRoute } from '../routing/realtime-pick.js';
 import type { Utterance } from '../stream/realtime-tap.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -29,6 +30,9 @@ export interface RealtimeEnded {
   readonly priority: string | null;
   readonly sessionKey: string | null;
   readonly sessionSource: string | null;
+  /** The subprotocol the client was answered with (never a key), and who chose it. */
+  readonly protocol: string | null;
+  readonly protocolBy: ProtocolBy | null;
   /** The close code the client was sent (or sent), and its reason. */
   readonly closeCode: number | null;
   readonly closeReason: string | null;
@@ -83,6 +87,7 @@ export function createRealtimeRecorder(deps: { metrics: Metrics; log: Logger; se
         method: 'GET', path: '/v1/realtime', realtime: true, key: e.key ?? undefined, priority: e.priority ?? undefined,
         status: e.status, outcome: e.outcome, replica: e.replica ?? undefined, route: e.route ?? undefined, attempts: e.attempts,
         session: keyed ? sessionTag(e.sessionKey) : undefined, sessionSource: keyed ? e.sessionSource : undefined,
+        protocol: e.protocol ?? undefined, protocolBy: e.protocolBy ?? undefined,
         closeCode: e.closeCode ?? undefined, closeReason: e.closeReason ?? undefined,
         openMs: e.openMs === null ? undefined : round(e.openMs), durationMs: round(e.durationMs),
         framesIn: e.framesIn, framesOut: e.framesOut, bytesIn: e.bytesIn, bytesOut: e.bytesOut, utterances: e.utterances,

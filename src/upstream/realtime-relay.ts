@@ -29,6 +29,8 @@ export const OPEN_FAILURES: readonly OpenFailure[] = ['connect', 'status', 'time
 /** A replica's socket whose session.created came: the frames read since, kept for the relay. */
 export interface OpenedUpstream {
   readonly ws: WebSocket;
+  /** The subprotocol the replica selected among those offered; '' for none. */
+  readonly protocol: string;
   /** session.created, then anything that came before the relay took over (in order). */
   readonly pending: [Buffer, boolean][];
   /** Stops keeping frames and hands them over (the relay's listeners take over). */
@@ -39,6 +41,7 @@ export type OpenResult = { readonly ok: true; readonly up: OpenedUpstream } | { 
 
 export interface OpenOptions {
   readonly url: string;
+  /** The subprotocols offered, as valid distinct tokens. */
   readonly protocols: readonly string[];
   readonly headers: Record<string, string>;
   readonly maxFrameBytes: number;
@@ -51,10 +54,18 @@ export interface OpenOptions {
 /**
  * Opens a WebSocket to a replica and waits for its first message, which must be session.created
  * (vLLM speaks first). `cancel` gives up (the client left meanwhile): the socket is dropped.
+ *
+ * The subprotocols are offered in the Sec-WebSocket-Protocol header rather than handed to `ws`:
+ * `ws` refuses a server that selects none of the protocols it was given, which RFC 6455 allows and
+ * vLLM does. The replica's selection is checked here instead (one it was offered, or none), then
+ * taken out of the response before `ws` reads it, since `ws` refuses a selection it did not offer.
  */
 export function openUpstream(o: OpenOptions): { result: Promise<OpenResult>; cancel(): void } {
-  const ws = new WebSocket(o.url, [...o.protocols], { headers: o.headers, maxPayload: o.maxFrameBytes, perMessageDeflate: false, autoPong: false, handshakeTimeout: o.timeoutMs, followRedirects: false, skipUTF8Validation: true, ...(o.tls?.ca ? { ca: o.tls.ca } : {}), ...(o.tls?.servername ? { servername: o.tls.servername } : {}) });
+  const offered = new Set(o.protocols);
+  const headers = offered.size === 0 ? o.headers : { ...o.headers, 'sec-websocket-protocol': o.protocols.join(', ') };
+  const ws = new WebSocket(o.url, { headers, maxPayload: o.maxFrameBytes, perMessageDeflate: false, autoPong: false, handshakeTimeout: o.timeoutMs, followRedirects: false, skipUTF8Validation: true, ...(o.tls?.ca ? { ca: o.tls.ca } : {}), ...(o.tls?.servername ? { servername: o.tls.servername } : {}) });
   const pending: [Buffer, boolean][] = [];
+  let selected = '';
   let settle!: (r: OpenResult) => void;
   let settled = false;
   const result = new Promise<OpenResult>((resolve) => { settle = resolve; });
@@ -74,12 +85,20 @@ export function openUpstream(o: OpenOptions): { result: Promise<OpenResult>; can
       settled = true;
       clearTimeout(timer);
       pending.push([data, isBinary]);
-      settle({ ok: true, up: { ws, pending, release() { ws.off('message', keep); return pending.splice(0); } } });
+      settle({ ok: true, up: { ws, protocol: selected, pending, release() { ws.off('message', keep); return pending.splice(0); } } });
       return;
     }
     pending.push([data, isBinary]);
   };
   ws.on('message', keep);
+  // Emitted before `ws` checks the response; closing the socket here ends the handshake.
+  ws.once('upgrade', (res) => {
+    const protocol = res.headers['sec-websocket-protocol'];
+    if (protocol === undefined) return;
+    delete res.headers['sec-websocket-protocol'];
+    if (!offered.has(protocol)) return fail('protocol', 'it selected a subprotocol it was not offered');
+    selected = protocol;
+  });
   ws.on('unexpected-response', (req, res) => {
     const status = res.statusCode ?? 0;
     res.resume();

@@ -4,63 +4,14 @@
 
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { connect } from 'node:net';
 import { describe, it } from 'node:test';
 import { request } from 'undici';
-import WebSocket from 'ws';
 import { startReplica } from '../../bench/sim/index.js';
 import { FAST } from '../sim/helpers.js';
 import { accessLines, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { dial, rawExchange, refusedWith, type Client } from '../helpers/realtime-client.js';
 import { waitFor } from '../helpers/wait.js';
 import { sessionCreated, startWsReplica, type WsReplica } from '../helpers/ws-replica.js';
-
-interface Client {
-  ws: WebSocket;
-  /** Every message received, with its binary flag, in order. */
-  got: [Buffer, boolean][];
-  closed: Promise<{ code: number; reason: string; at: number }>;
-}
-
-/** Opens a realtime connection through the gateway; rejects with the HTTP status of a refused upgrade. */
-function dial(g: Pick<TestGateway, 'url'>, opts: { query?: string; headers?: Record<string, string>; path?: string } = {}): Promise<Client> {
-  const ws = new WebSocket(`${g.url.replace(/^http/, 'ws')}${opts.path ?? '/v1/realtime'}${opts.query ?? ''}`, { headers: opts.headers });
-  const got: [Buffer, boolean][] = [];
-  ws.on('message', (d: Buffer, isBinary) => got.push([d, isBinary]));
-  const closed = new Promise<{ code: number; reason: string; at: number }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString(), at: performance.now() })));
-  return new Promise((resolve, reject) => {
-    ws.once('open', () => resolve({ ws, got, closed }));
-    ws.once('unexpected-response', (_req, res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => { body += c.toString(); });
-      res.on('end', () => reject(Object.assign(new Error(`HTTP ${res.statusCode}: ${body}`), { status: res.statusCode, body })));
-    });
-    ws.once('error', (e) => reject(e));
-  });
-}
-
-async function refusedWith(p: Promise<Client>): Promise<{ status: number; body: any }> {
-  try {
-    const c = await p;
-    c.ws.close();
-    throw new Error('accepted');
-  } catch (e) {
-    const x = e as { status?: number; body?: string };
-    if (x.status === undefined) throw e;
-    return { status: x.status, body: JSON.parse(x.body ?? '{}') };
-  }
-}
-
-/** Writes `text` on a fresh connection and reads until the gateway closes it. */
-function rawExchange(url: string, text: string): Promise<string> {
-  const u = new URL(url);
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const s = connect(Number(u.port), u.hostname, () => s.write(text));
-    s.on('data', (d) => { out += d.toString(); });
-    s.on('close', () => resolve(out));
-    s.on('error', reject);
-  });
-}
 
 async function metricsText(g: TestGateway): Promise<string> {
   const res = await request(`${g.adminUrl}/metrics`);

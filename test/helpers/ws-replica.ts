@@ -2,7 +2,7 @@
  * A fake realtime replica: /health, /v1/models and /metrics answered like vLLM's, and WebSocket
  * upgrades on /v1/realtime handed to `connect` (by default: session.created, then every message
  * echoed back as it came, text as text, binary as binary). Tests swap `connect` or `upgrade` to make
- * it misbehave.
+ * it misbehave, and `choose` to select another subprotocol (or none, as vLLM does).
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,6 +19,8 @@ export interface WsReplica {
   connect: (ws: WebSocket, req: IncomingMessage) => void;
   /** Takes the raw upgrade instead (answer with a status, say); null: accept it and call `connect`. */
   upgrade: ((req: IncomingMessage, socket: Duplex) => void) | null;
+  /** The subprotocol it selects among those offered (false: none); the first offered by default, as `ws` does. */
+  choose: (offered: Set<string>) => string | false;
   open(): number;
   close(): Promise<void>;
 }
@@ -38,13 +40,14 @@ export async function startWsReplica(model = 'fixture-model'): Promise<WsReplica
     res.writeHead(req.url === '/health' || req.url === '/metrics' ? 200 : 404);
     res.end();
   });
-  const wss = new WebSocketServer({ noServer: true });
+  const wss = new WebSocketServer({ noServer: true, handleProtocols: (offered) => self.choose(offered) });
   const self: WsReplica = {
     url: '',
     sockets: [],
     upgrades: [],
     connect: echo,
     upgrade: null,
+    choose: (offered) => offered.values().next().value ?? false,
     open: () => self.sockets.filter((s) => s.readyState === WebSocket.OPEN).length,
     close: async () => {
       for (const s of self.sockets) s.terminate();
