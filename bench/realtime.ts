@@ -21,6 +21,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg } from 'node:os';
+import { execFileSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import WebSocket, { WebSocketServer } from 'ws';
 import { fmt, percentiles, type Percentiles } from './lib/percentiles.js';
@@ -46,9 +47,18 @@ const { values: args } = parseArgs({
     'gateway-env': { type: 'string', multiple: true, default: [] },
     // node's own flags for the gateway (--cpu-prof, which NODE_OPTIONS does not take).
     'gateway-node-arg': { type: 'string', multiple: true, default: [] },
+    // CPU lists (taskset's form, "1" or "0-1") for the gateway's process and this one's: whether the
+    // relay's tail is its own work or a wait for a core shared with the clients and the replica.
+    'gateway-cpus': { type: 'string' },
+    'bench-cpus': { type: 'string' },
     out: { type: 'string', default: 'bench/out' },
   },
 });
+/** Binds every thread of `pid` to `cpus` (taskset -a: Node's helper threads too). */
+function pin(pid: number, cpus: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+}
+if (args['bench-cpus']) pin(process.pid, args['bench-cpus']);
 const PARTS = new Set(args.parts!.split(','));
 for (const part of PARTS) if (!['latency', 'order', 'kill'].includes(part)) throw new Error(`--parts: unknown part ${part} (latency, order, kill)`);
 const GATEWAY_ENV: NodeJS.ProcessEnv = Object.fromEntries(args['gateway-env']!.map((kv) => {
@@ -61,6 +71,7 @@ const GATEWAY_ENV: NodeJS.ProcessEnv = Object.fromEntries(args['gateway-env']!.m
 async function startGateway(config: Record<string, unknown>): Promise<Target> {
   const entry = [...args['gateway-node-arg']!, ...(args.gateway ? [args.gateway] : gatewayEntry())];
   const t = await startWarmroute('', ['--config', gatewayConfigFile(config), '--log-level', 'warn'], entry, 'warmroute', GATEWAY_ENV);
+  if (args['gateway-cpus'] && t.child?.proc.pid !== undefined) pin(t.child.proc.pid, args['gateway-cpus']);
   for (let i = 0; ; i++) {
     const r = (await (await fetch(`${t.adminUrl}/admin/replicas`)).json()) as { replicas: { state: string }[] };
     if (r.replicas.every((x) => x.state === 'up')) return t;
@@ -380,7 +391,7 @@ const cpuUsPerFrame = (gatewayCpuS * 1e6) / Math.max(1, gatewayFrames);
 const lines = [
   `# Realtime relay (${new Date().toISOString().slice(0, 10)})`,
   '',
-  `\`npm run bench:realtime\`${args.gateway ? ` (gateway ${args.gateway})` : ''}${Object.keys(GATEWAY_ENV).length ? ` (gateway env ${args['gateway-env']!.join(' ')})` : ''}${args['gateway-node-arg']!.length ? ` (node ${args['gateway-node-arg']!.join(' ')})` : ''}; load average at start ${load0.toFixed(1)}.`,
+  `\`npm run bench:realtime\`${args.gateway ? ` (gateway ${args.gateway})` : ''}${Object.keys(GATEWAY_ENV).length ? ` (gateway env ${args['gateway-env']!.join(' ')})` : ''}${args['gateway-node-arg']!.length ? ` (node ${args['gateway-node-arg']!.join(' ')})` : ''}${args['gateway-cpus'] ? ` (gateway on CPUs ${args['gateway-cpus']}, the clients and replica on ${args['bench-cpus'] ?? 'any'})` : ''}; load average at start ${load0.toFixed(1)}.`,
   ...(PARTS.has('latency') ? [
     '',
     `${CONNS} connections × one 20 ms audio frame every 20 ms, ${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s per target (first ${WARMUP_MS} ms of each not measured).`,
@@ -404,7 +415,7 @@ const report = lines.join('\n');
 console.log(report);
 mkdirSync(args.out!, { recursive: true });
 writeFileSync(`${args.out}/realtime.json`, JSON.stringify({
-  parts: [...PARTS], gateway: args.gateway ?? null, gatewayEnv: GATEWAY_ENV, connections: CONNS, roundMs: ROUND_MS, rounds: ROUNDS, loadAverage: load0, gatewayCpuUsPerFrame: cpuUsPerFrame,
+  parts: [...PARTS], gateway: args.gateway ?? null, gatewayEnv: GATEWAY_ENV, gatewayCpus: args['gateway-cpus'] ?? null, benchCpus: args['bench-cpus'] ?? null, connections: CONNS, roundMs: ROUND_MS, rounds: ROUNDS, loadAverage: load0, gatewayCpuUsPerFrame: cpuUsPerFrame,
   latency: { direct: { up: p(direct.up), down: p(direct.down) }, gateway: { up: p(gateway.up), down: p(gateway.down) } },
   ordering: { connections: ORDER_CONNS, framesPerConnection: ORDER_FRAMES, maxBytes: ORDER_MAX, seconds: orderS, gatewayCpuS: orderCpuS, flawless, perConnection: ordering, total }, kills,
 }, null, 2));

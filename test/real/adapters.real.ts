@@ -76,6 +76,8 @@ describe('real vLLM with LoRA adapters', { skip }, () => {
       body: JSON.stringify({ model, stream: true, max_tokens: 2000, ignore_eos: true, messages: [{ role: 'user', content: `talk, ${model}` }] }),
     }));
     const streams = await Promise.all(open);
+    // A stream refused or ended at once would leave nothing running to be seen: say so, not a timeout.
+    for (const s of streams) assert.equal(s.statusCode, 200, `long generation answered ${s.statusCode}`);
     const home = replicaOf(f, streams[0].headers as any);
     let seen: unknown = null;
     await waitFor(`${a} seen running`, async () => {
