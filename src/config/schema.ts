@@ -203,6 +203,14 @@ export const AdaptersSchema = Section({
    */
   sources: Type.Record(Type.String({ pattern: ADAPTER_NAME_PATTERN }), Type.String({ minLength: 1 }), { default: {} }),
   /**
+   * The base model each adapter the gateway may load applies to, as the replicas serve it (its id
+   * in their /v1/models): it is loaded only on replicas that serve that model. Needed where the
+   * replicas serve more than one base model; an adapter without one may be loaded on any replica
+   * with LoRA slots (a warning when they serve several). Once loaded, the base the replica lists
+   * for it is believed.
+   */
+  bases: Type.Record(Type.String({ pattern: ADAPTER_NAME_PATTERN }), Type.String({ minLength: 1 }), { default: {} }),
+  /**
    * A directory of adapters the gateway may load, besides `sources`: each subdirectory holding an
    * adapter_config.json is one, named after the subdirectory (a name also in `sources` is the
    * source's). Read at start, at every reload and every `rescanMs`.
@@ -217,6 +225,8 @@ export const AdaptersSchema = Section({
     listPath: Type.String({ default: '' }),
     /** How often it is listed again besides start and reloads; 0: only then. */
     rescanMs: Ms(60_000, 0),
+    /** The base model of every adapter in it, as `bases` gives one (a name in `bases` is that entry's). Empty: unknown. */
+    base: Type.String({ default: '' }),
   }),
   /**
    * Most adapters a replica holds (its /v1/models adapters); before a load past it, the least

@@ -47,10 +47,15 @@ export async function listAdapterDirectory(listPath: string, replicaPath: string
   return { adapters, skipped };
 }
 
-/** The adapters the gateway may load: adapters.directory's, then adapters.sources (a name in both is the source's). */
+/**
+ * The adapters the gateway may load: adapters.directory's, then adapters.sources (a name in both is
+ * the source's); directory.base is the base of each listed one that adapters.bases does not name.
+ */
 export function mergedSources(o: AdaptersConfig, listed: Readonly<Record<string, string>>): AdaptersConfig {
   if (Object.keys(listed).length === 0) return o;
-  return { ...o, sources: { ...listed, ...o.sources } };
+  const base = o.directory.base;
+  const bases = base === '' ? o.bases : { ...Object.fromEntries(Object.keys(listed).map((name) => [name, base])), ...o.bases };
+  return { ...o, sources: { ...listed, ...o.sources }, bases };
 }
 
 export interface AdapterDirectory {

@@ -117,6 +117,25 @@ export function createAdapterLoader(deps: AdapterLoaderDeps): AdapterLoader {
     if (lastUsed.size > registry.replicas.length * 2 + 8) for (const name of lastUsed.keys()) if (registry.byName(name) === undefined) { lastUsed.delete(name); inflight.delete(name); }
   };
 
+  // Adapters already warned about: once each (bounded by adapters.sources).
+  const warnedBase = new Set<string>();
+  /**
+   * An adapter of unknown base on a fleet whose LoRA replicas serve several base models could be
+   * loaded where it does not apply: counted and warned (once per adapter), not refused.
+   */
+  function guessedBase(adapter: string, replicas: readonly ReplicaView[]) {
+    const bases = new Set<string>();
+    for (const r of replicas) {
+      if (!loraOn(r)) continue;
+      for (const m of r.models ?? []) if (!r.adapters?.has(m)) bases.add(m);
+    }
+    if (bases.size < 2) return;
+    metrics.adapterBaseUnknown.inc();
+    if (warnedBase.has(adapter)) return;
+    warnedBase.add(adapter);
+    log.warn({ adapter, bases: [...bases] }, 'adapter of unknown base model on a fleet serving several: it may be loaded on a replica of another base (set adapters.bases)');
+  }
+
   function post(r: ReplicaState, path: string, body: object): Promise<Dispatcher.ResponseData> {
     const ms = o.loadTimeoutMs;
     return agent.request({
@@ -244,7 +263,8 @@ export function createAdapterLoader(deps: AdapterLoaderDeps): AdapterLoader {
     manages: (model): model is string => model !== null && Object.hasOwn(o.sources, model),
     loadable(model, replicas) {
       if (model === null || !Object.hasOwn(o.sources, model)) return null;
-      const base = baseOf.get(model);
+      const base = baseOf.get(model) ?? (Object.hasOwn(o.bases, model) ? o.bases[model] : undefined);
+      if (base === undefined) guessedBase(model, replicas);
       const can = (r: ReplicaView) => loraOn(r) && (base === undefined || r.models === null || r.models.has(base));
       const listed = replicas.some((r) => r.up && !r.draining && r.adapters?.has(model));
       if (!listed) {

@@ -42,6 +42,9 @@ describe('adapters.directory', () => {
     // A name also in adapters.sources is the source's.
     const o = resolveConfig({ upstreams: [{ url: 'http://127.0.0.1:1' }], adapters: { sources: { sales: '/elsewhere/sales' } } }).adapters;
     assert.deepEqual(mergedSources(o, got.adapters).sources, { ...got.adapters, sales: '/elsewhere/sales' });
+    // directory.base is the base of each listed adapter that adapters.bases does not name.
+    const based = resolveConfig({ upstreams: [{ url: 'http://127.0.0.1:1' }], adapters: { directory: { path: '/mnt/adapters', base: 'llama-8b' }, bases: { sales: 'qwen-7b' } } }).adapters;
+    assert.deepEqual(mergedSources(based, got.adapters).bases, { linked: 'llama-8b', sales: 'qwen-7b', 'support-v3': 'llama-8b' });
   });
 
   it('its adapters load on demand like adapters.sources; one added later is loadable after a rescan; an unreadable directory keeps the last list, loudly', async () => {

@@ -26,6 +26,7 @@ const chat = chatModel;
 const replicasView = async (g: TestGateway) => ((await (await request(`${g.adminUrl}/admin/replicas`)).body.json()) as any).replicas as any[];
 const metricsText = async (g: TestGateway) => (await request(`${g.adminUrl}/metrics`)).body.text();
 const counter = (text: string, name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
+const unlabeled = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
 const scraped = (g: TestGateway) => waitFor('LoRA slots scraped', async () => (await replicasView(g)).every((r) => r.lora !== null), 5_000);
 
 describe('adapters loaded on demand', () => {
@@ -237,5 +238,44 @@ describe('adapters loaded on demand: bounds and failures', () => {
     assert.equal(res.json.error.param, 'model');
     assert.equal(r.loraCalls().load, 0);
     assert.equal(counter(await metricsText(g), 'warmroute_adapter_loads_total', 'outcome="no_replica"'), 1);
+  });
+});
+
+describe('adapters loaded on demand: a fleet of two base models', () => {
+  let ra: SimReplica;
+  let rb: SimReplica;
+  let g: TestGateway;
+  before(async () => {
+    ra = await startReplica({ ...LORA, model: 'base-a', name: 'ra', loraLoadMs: 10 });
+    rb = await startReplica({ ...LORA, model: 'base-b', name: 'rb', loraLoadMs: 10 });
+    g = await startGateway([], {
+      upstreams: [{ name: 'ra', url: ra.url }, { name: 'rb', url: rb.url }],
+      health: { statsIntervalMs: 50 },
+      adapters: { sources: { 'of-b': path('of-b'), 'of-any': path('of-any') }, bases: { 'of-b': 'base-b' } },
+    });
+    await scraped(g);
+  });
+  after(async () => {
+    await g.close();
+    await ra.close();
+    await rb.close();
+  });
+
+  it('an adapter of a configured base is loaded and served only where that base model is served', async () => {
+    // Different sessions: without the base each would be placed by slots and load alone, on either replica.
+    for (let i = 0; i < 6; i++) {
+      const res = await chat(g, 'of-b', { user: `b${i}`, messages: [{ role: 'system', content: `agent ${i}` }, { role: 'user', content: 'hi' }] });
+      assert.equal(res.status, 200, JSON.stringify(res.json));
+      assert.equal(res.replica, 'rb');
+    }
+    assert.equal(ra.loraCalls().load, 0);
+    assert.equal(rb.loraCalls().load, 1);
+    assert.equal(unlabeled(await metricsText(g), 'warmroute_adapter_base_unknown_total'), 0);
+  });
+
+  it('an adapter of unknown base on such a fleet is counted and warned about once', async () => {
+    for (let i = 0; i < 2; i++) assert.equal((await chat(g, 'of-any', { user: `any${i}` })).status, 200);
+    assert.ok(unlabeled(await metricsText(g), 'warmroute_adapter_base_unknown_total') >= 1);
+    assert.equal(g.logs.filter((l) => l.level === 40 && l.msg.startsWith('adapter of unknown base model') && l.adapter === 'of-any').length, 1);
   });
 });
