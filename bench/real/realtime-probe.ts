@@ -1,0 +1,122 @@
+// `tsx bench/real/realtime-probe.ts --url ws://HOST:PORT [--model M] [--utterances N] [--seconds S]`:
+// one realtime transcription session against a vLLM replica or a gateway in front of it. Each
+// utterance streams S seconds of PCM16 at 16 kHz in 100 ms appends, commits, sends the final
+// commit, and times commit → first transcription.delta and final commit → transcription.done.
+
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import WebSocket from 'ws';
+
+export interface UtteranceTiming { firstDeltaMs: number; doneMs: number; deltas: number; text: string }
+
+/** A tone with a little noise: any audio will do for random weights, but silence is too easy to special-case. */
+export function pcm16(seconds: number, seed = 1): Buffer {
+  const n = Math.round(seconds * 16_000);
+  const buf = Buffer.alloc(n * 2);
+  let h = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    h = (Math.imul(h, 1664525) + 1013904223) >>> 0;
+    const s = 0.3 * Math.sin((2 * Math.PI * 220 * i) / 16_000) + 0.05 * ((h / 2 ** 32) * 2 - 1);
+    buf.writeInt16LE(Math.round(s * 32_767), i * 2);
+  }
+  return buf;
+}
+
+interface Event { type: string; delta?: string; text?: string; error?: unknown; code?: string }
+
+/** An open session: session.created read, session.update sent; `next` waits for one event of a type. */
+export class RealtimeSession {
+  private queue: Event[] = [];
+  private waiters: ((e: Event) => void)[] = [];
+  private constructor(readonly ws: WebSocket, readonly created: Event) {}
+
+  static async open(url: string, model: string, headers: Record<string, string> = {}, timeoutMs = 30_000): Promise<RealtimeSession> {
+    const ws = new WebSocket(url, { headers });
+    const first = await new Promise<Event>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`no session.created from ${url} in ${timeoutMs} ms`)), timeoutMs);
+      ws.once('message', (d) => { clearTimeout(t); resolve(JSON.parse(String(d)) as Event); });
+      ws.once('error', (e) => { clearTimeout(t); reject(e); });
+      ws.once('unexpected-response', (_req, res) => { clearTimeout(t); reject(new Error(`upgrade refused: ${res.statusCode}`)); });
+    });
+    if (first.type !== 'session.created') throw new Error(`first event ${JSON.stringify(first)}`);
+    const s = new RealtimeSession(ws, first);
+    ws.on('message', (d) => s.push(JSON.parse(String(d)) as Event));
+    ws.send(JSON.stringify({ type: 'session.update', model }));
+    return s;
+  }
+
+  private push(e: Event): void {
+    const w = this.waiters.shift();
+    if (w) w(e); else this.queue.push(e);
+  }
+
+  /** The next event; an `error` event throws. */
+  async next(timeoutMs: number): Promise<Event> {
+    const e = this.queue.shift() ?? await new Promise<Event>((resolve, reject) => {
+      const t = setTimeout(() => { this.waiters.splice(this.waiters.indexOf(done), 1); reject(new Error(`no event in ${timeoutMs} ms`)); }, timeoutMs);
+      const done = (ev: Event) => { clearTimeout(t); resolve(ev); };
+      this.waiters.push(done);
+    });
+    if (e.type === 'error') throw new Error(`realtime error: ${JSON.stringify(e)}`);
+    return e;
+  }
+
+  /**
+   * One utterance. vLLM starts the generation at the first commit and reads audio until the final
+   * one, so the audio is appended first and the two commits sent back to back: what is timed is
+   * the model's work on the utterance, not the pace of the audio.
+   */
+  async utterance(audio: Buffer, timeoutMs = 60_000): Promise<UtteranceTiming> {
+    for (let off = 0; off < audio.length; off += 3_200) {
+      this.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: audio.subarray(off, off + 3_200).toString('base64') }));
+    }
+    const t0 = performance.now();
+    this.ws.send(JSON.stringify({ type: 'input_audio_buffer.commit' }));
+    this.ws.send(JSON.stringify({ type: 'input_audio_buffer.commit', final: true }));
+    let firstDeltaMs = -1;
+    let deltas = 0;
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const e = await this.next(Math.max(1, deadline - Date.now()));
+      if (e.type === 'transcription.delta') {
+        if (firstDeltaMs < 0) firstDeltaMs = performance.now() - t0;
+        deltas++;
+      } else if (e.type === 'transcription.done') {
+        return { firstDeltaMs, doneMs: performance.now() - t0, deltas, text: e.text ?? '' };
+      }
+    }
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.ws.readyState === WebSocket.CLOSED) { resolve(); return; }
+      const t = setTimeout(() => { this.ws.terminate(); resolve(); }, 5_000);
+      this.ws.once('close', () => { clearTimeout(t); resolve(); });
+      this.ws.close(1000);
+    });
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: {
+    url: { type: 'string' }, model: { type: 'string', default: 'tiny-asr' },
+    utterances: { type: 'string', default: '5' }, seconds: { type: 'string', default: '2' },
+  } });
+  if (!values.url) throw new Error('--url ws://HOST:PORT is required');
+  const url = values.url.endsWith('/v1/realtime') ? values.url : `${values.url.replace(/\/$/, '')}/v1/realtime`;
+  const s = await RealtimeSession.open(url, values.model!);
+  const rows: UtteranceTiming[] = [];
+  try {
+    for (let i = 0; i < Number(values.utterances); i++) {
+      const r = await s.utterance(pcm16(Number(values.seconds), i + 1));
+      rows.push(r);
+      console.log(JSON.stringify({ utterance: i, firstDeltaMs: +r.firstDeltaMs.toFixed(1), doneMs: +r.doneMs.toFixed(1), deltas: r.deltas, text: r.text.slice(0, 60) }));
+    }
+  } finally { await s.close(); }
+  const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  console.log(JSON.stringify({ url, utterances: rows.length, firstDeltaMedianMs: +med(rows.map((r) => r.firstDeltaMs)).toFixed(1), doneMedianMs: +med(rows.map((r) => r.doneMs)).toFixed(1) }));
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  main().catch((e) => { console.error(e instanceof Error ? e.message : e); process.exit(1); });
+}
