@@ -2,10 +2,16 @@
 // one realtime transcription session against a vLLM replica or a gateway in front of it. Each
 // utterance streams S seconds of PCM16 at 16 kHz in 100 ms appends, commits, sends the final
 // commit, and times commit → first transcription.delta and final commit → transcription.done.
+// `--fleet` instead: the realtime replica of `npm run fleet:vllm -- --realtime`, directly and
+// through a gateway started here (the compiled one when built), one session each, their
+// utterances taken in turns so that both see the same machine.
 
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
+import { percentiles } from '../lib/percentiles.js';
+import { gatewayConfigFile, startWarmroute } from '../overhead/targets.js';
+import { readState } from './fleet-vllm.js';
 
 export interface UtteranceTiming { firstDeltaMs: number; doneMs: number; deltas: number; text: string }
 
@@ -97,12 +103,54 @@ export class RealtimeSession {
   }
 }
 
+const wsUrl = (http: string) => `${http.replace(/^http/, 'ws').replace(/\/$/, '')}/v1/realtime`;
+
+/** The sum and count of a histogram's series on the gateway's /metrics. */
+async function histogram(adminUrl: string, name: string, replica: string): Promise<{ sum: number; count: number }> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  const read = (suffix: string) => Number(new RegExp(`^${name}_${suffix}\\{replica="${replica}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return { sum: read('sum'), count: read('count') };
+}
+
+async function compare(utterances: number, seconds: number): Promise<void> {
+  const f = readState();
+  if (!f?.realtime) throw new Error('no realtime replica in the fleet state: npm run fleet:vllm -- --realtime');
+  const rt = f.realtime;
+  const gw = await startWarmroute('', ['--config', gatewayConfigFile({ upstreams: [{ name: rt.name, url: rt.url }] }), '--log-level', 'warn']);
+  try {
+    for (let i = 0; ; i++) {
+      const r = (await (await fetch(`${gw.adminUrl}/admin/replicas`)).json()) as { replicas: { state: string }[] };
+      if (r.replicas.every((x) => x.state === 'up')) break;
+      if (i === 100) throw new Error('the gateway did not see the realtime replica up within 10 s');
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    const paths = { direct: await RealtimeSession.open(wsUrl(rt.url), rt.model), gateway: await RealtimeSession.open(`${wsUrl(gw.url)}?model=${rt.model}`, rt.model) };
+    const rows: Record<keyof typeof paths, UtteranceTiming[]> = { direct: [], gateway: [] };
+    try {
+      // One utterance each first, not counted: the replica's first encoder pass and the gateway's JIT.
+      for (const s of Object.values(paths)) await s.utterance(pcm16(seconds, 99));
+      for (let i = 0; i < utterances; i++) {
+        const order: (keyof typeof paths)[] = i % 2 === 0 ? ['direct', 'gateway'] : ['gateway', 'direct'];
+        for (const k of order) rows[k].push(await paths[k].utterance(pcm16(seconds, i + 1)));
+      }
+    } finally { for (const s of Object.values(paths)) await s.close(); }
+    const fmt = (xs: number[]) => { const p = percentiles(xs); return { p50: +p.p50.toFixed(1), p90: +p.p90.toFixed(1), max: +Math.max(...xs).toFixed(1) }; };
+    for (const k of ['direct', 'gateway'] as const) {
+      console.log(JSON.stringify({ path: k, utterances: rows[k].length, seconds, firstDeltaMs: fmt(rows[k].map((r) => r.firstDeltaMs)), doneMs: fmt(rows[k].map((r) => r.doneMs)), deltasPerUtterance: fmt(rows[k].map((r) => r.deltas)) }));
+    }
+    const fd = await histogram(gw.adminUrl!, 'warmroute_realtime_first_delta_seconds', rt.name);
+    const done = await histogram(gw.adminUrl!, 'warmroute_realtime_done_seconds', rt.name);
+    console.log(JSON.stringify({ gatewayMeasured: { utterances: fd.count, firstDeltaMeanMs: +(1000 * fd.sum / fd.count).toFixed(1), doneMeanMs: +(1000 * done.sum / done.count).toFixed(1) } }));
+  } finally { await gw.child?.stop(); }
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: {
-    url: { type: 'string' }, model: { type: 'string', default: 'tiny-asr' },
+    url: { type: 'string' }, model: { type: 'string', default: 'tiny-asr' }, fleet: { type: 'boolean' },
     utterances: { type: 'string', default: '5' }, seconds: { type: 'string', default: '2' },
   } });
-  if (!values.url) throw new Error('--url ws://HOST:PORT is required');
+  if (values.fleet) return compare(Number(values.utterances), Number(values.seconds));
+  if (!values.url) throw new Error('--url ws://HOST:PORT (or --fleet) is required');
   const url = values.url.endsWith('/v1/realtime') ? values.url : `${values.url.replace(/\/$/, '')}/v1/realtime`;
   const s = await RealtimeSession.open(url, values.model!);
   const rows: UtteranceTiming[] = [];
