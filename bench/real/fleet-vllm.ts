@@ -112,6 +112,7 @@ export function prepare(lora?: LoraFleet, realtime = false): void {
 
 /** Starts the realtime replica on a free port (at the fleet's nice) and waits for it to be healthy. */
 async function startRealtime(nice: number): Promise<RealtimeReplicaState> {
+  const t0 = Date.now();
   const r = startRealtimeProcess(await freePort());
   setGroupNice(r.pid, nice);
   try {
@@ -120,7 +121,7 @@ async function startRealtime(nice: number): Promise<RealtimeReplicaState> {
     await stopNamedProcess(REALTIME_REPLICA);
     throw e;
   }
-  return r;
+  return { ...r, startupMs: Date.now() - t0 };
 }
 
 async function allHealthy(s: FleetState): Promise<boolean> {
@@ -243,13 +244,14 @@ async function main(): Promise<void> {
     if (!Number.isInteger(preload) || preload < 0 || preload > n) throw new Error('--lora-preload must be an integer from 0 to --lora');
     lora = loraFleetOf({ count: n, maxLoras, maxCpuLoras, preload });
   }
-  const t0 = Date.now();
+  const before = readState();
   const s = await ensureFleet(count, nice, lora, values.realtime === true);
-  const fresh = Date.now() - t0 > 5_000;
+  // The LLM replicas started now, not a realtime replica added beside a running fleet.
+  const fresh = before?.startedAt !== s.startedAt;
   for (const r of s.replicas) console.log(`${r.name} ${r.url} kv-events ${r.kvEvents?.endpoint} replay ${r.kvEvents?.replayEndpoint} pid ${r.pid}`);
   console.log(fresh ? `started ${count} replica(s); healthy after ${s.startupMs.map((m) => `${(m / 1000).toFixed(1)} s`).join(', ')}` : `already running (started ${s.startedAt})`);
   if (s.lora) console.log(`LoRA: ${Object.keys(s.lora.adapters).length} adapters in ${ADAPTERS_DIR}, --max-loras ${s.lora.maxLoras}, --max-cpu-loras ${s.lora.maxCpuLoras}, preloaded ${s.lora.preloaded.join(', ') || 'none'}`);
-  if (s.realtime) console.log(`realtime: ${s.realtime.name} ${s.realtime.url} (/v1/realtime, model ${s.realtime.model}) pid ${s.realtime.pid}`);
+  if (s.realtime) console.log(`realtime: ${s.realtime.name} ${s.realtime.url} (/v1/realtime, model ${s.realtime.model}) pid ${s.realtime.pid}${s.realtime.startupMs === undefined ? '' : `, healthy after ${(s.realtime.startupMs / 1000).toFixed(1)} s`}`);
   console.log(`replicas at nice ${s.nice ?? '(not set by this script)'}; state: ${STATE_FILE}`);
 }
 

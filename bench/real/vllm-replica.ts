@@ -130,6 +130,8 @@ export interface RealtimeReplicaState {
   pid: number;
   port: number;
   log: string;
+  /** From its start to its first healthy answer, in ms (absent until then). */
+  startupMs?: number;
 }
 
 /**
