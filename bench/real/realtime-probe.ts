@@ -138,6 +138,10 @@ async function compare(utterances: number, seconds: number): Promise<void> {
     for (const k of ['direct', 'gateway'] as const) {
       console.log(JSON.stringify({ path: k, utterances: rows[k].length, seconds, firstDeltaMs: fmt(rows[k].map((r) => r.firstDeltaMs)), doneMs: fmt(rows[k].map((r) => r.doneMs)), deltasPerUtterance: fmt(rows[k].map((r) => r.deltas)) }));
     }
+    // The same audio went both ways in each round: the per-round difference takes out how much the
+    // model had to say, which varies far more between rounds than the relay could add.
+    const diff = (k: 'firstDeltaMs' | 'doneMs') => fmt(rows.gateway.map((r, i) => r[k] - rows.direct[i][k]));
+    console.log(JSON.stringify({ gatewayMinusDirectPerRound: { firstDeltaMs: diff('firstDeltaMs'), doneMs: diff('doneMs') } }));
     const fd = await histogram(gw.adminUrl!, 'warmroute_realtime_first_delta_seconds', rt.name);
     const done = await histogram(gw.adminUrl!, 'warmroute_realtime_done_seconds', rt.name);
     console.log(JSON.stringify({ gatewayMeasured: { utterances: fd.count, firstDeltaMeanMs: +(1000 * fd.sum / fd.count).toFixed(1), doneMeanMs: +(1000 * done.sum / done.count).toFixed(1) } }));
