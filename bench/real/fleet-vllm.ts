@@ -153,7 +153,7 @@ export async function ensureFleet(count: number, nice?: number, lora?: LoraFleet
     if (nice !== undefined) {
       applyNice(running.replicas, nice);
       if (running.realtime) setGroupNice(running.realtime.pid, nice);
-      s = { ...s, nice };
+      if (running.nice !== nice) s = { ...s, nice };
     }
     if (realtime && !(s.realtime && await healthy(s.realtime.url))) {
       await stopNamedProcess(REALTIME_REPLICA);
@@ -181,8 +181,8 @@ export async function ensureFleet(count: number, nice?: number, lora?: LoraFleet
     for (let i = 0; i < count; i++) await stopReplicaProcess(i);
     throw e;
   }
-  // After the LLM replicas, not beside them: two vLLM starts at once on two cores take longer
-  // than one after the other, and the LLM fleet's startupMs stays what it always measured.
+  // After the LLM replicas are healthy, not beside them: their startupMs then measures what it
+  // always did, their start alone on the machine's cores.
   let rt: RealtimeReplicaState | undefined;
   if (realtime) {
     try {
