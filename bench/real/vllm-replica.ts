@@ -135,10 +135,10 @@ export interface RealtimeReplicaState {
 }
 
 /**
- * The realtime replica's flags: the LLM replicas' small settings (its model's 4K context is far
- * more than one utterance takes: a 5 s audio segment is 65 tokens and vLLM stops a transcript at
- * 64), and none of warmroute's: a realtime connection is routed by session and open connections,
- * never by what a replica's prefix cache holds, so it publishes no KV events.
+ * The realtime replica's flags: the LLM replicas' small settings, a 4K context (one utterance's
+ * 5 s segments share one request, each adding 65 audio tokens, the prompt's few and at most 64
+ * generated), and none of warmroute's: a realtime connection is routed by session and open
+ * connections, never by what a replica's prefix cache holds, so it publishes no KV events.
  */
 export function realtimeServeArgs(port: number): string[] {
   return ['-m', 'vllm.entrypoints.openai.api_server', '--model', ASR_MODEL_DIR, '--served-model-name', ASR_SERVED_MODEL,
