@@ -1,4 +1,4 @@
-// `npm run fleet:vllm -- [--replicas N] [--nice N] [--stop] [--restart I] [--lora N [--max-loras M] [--max-cpu-loras C] [--lora-preload P]]`:
+// `npm run fleet:vllm -- [--replicas N] [--nice N] [--stop] [--restart I] [--lora N [--max-loras M] [--max-cpu-loras C] [--lora-preload P]] [--realtime]`:
 // a fleet of real vLLM (CPU) replicas
 // serving a tiny local model, left running after this script exits, described in
 // ~/.cache/warmroute/fleet/vllm.json for the gateway's real-server tests and benchmarks.
@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort, setGroupNice } from '../lib/procs.js';
 import {
-  CACHE_DIR, MODEL_DIR, SERVED_MODEL, STATE_FILE, VENV_PYTHON, healthy, startReplicaProcess, stopReplicaProcess, waitHealthy,
-  type ReplicaState, type ServeOptions,
+  ASR_MODEL_DIR, CACHE_DIR, MODEL_DIR, REALTIME_REPLICA, SERVED_MODEL, STATE_FILE, VENV_PYTHON, healthy, startRealtimeProcess,
+  startReplicaProcess, stopNamedProcess, stopReplicaProcess, waitHealthy, type RealtimeReplicaState, type ReplicaState, type ServeOptions,
 } from './vllm-replica.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -26,6 +26,11 @@ export interface FleetState {
   nice?: number;
   /** LoRA on (`--lora N`): the adapters made for the tiny model and how the replicas serve them; absent: off. */
   lora?: LoraFleet;
+  /**
+   * `--realtime`: one more replica, serving a realtime transcription model on /v1/realtime. Kept out
+   * of `replicas` so that whatever reads them (LLM tests, benchmarks) never sees it; absent: none.
+   */
+  realtime?: RealtimeReplicaState;
 }
 
 /** A fleet started with `--lora N`. */
@@ -90,12 +95,33 @@ function run(cmd: string, args: string[]): void {
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited with ${r.status}`);
 }
 
-/** Installs vLLM and makes the model (and with LoRA, peft and the adapters), each only once. */
-export function prepare(lora?: LoraFleet): void {
-  const r = spawnSync('bash', [join(HERE, 'install-vllm.sh')], { stdio: 'inherit', env: { ...process.env, ...(lora ? { WARMROUTE_LORA: '1' } : {}) } });
+/**
+ * Installs vLLM and makes the model (with LoRA, peft and the adapters; with realtime, torchvision
+ * and the speech model), each only once.
+ */
+export function prepare(lora?: LoraFleet, realtime = false): void {
+  const r = spawnSync('bash', [join(HERE, 'install-vllm.sh')], {
+    stdio: 'inherit',
+    env: { ...process.env, ...(lora ? { WARMROUTE_LORA: '1' } : {}), ...(realtime ? { WARMROUTE_REALTIME: '1' } : {}) },
+  });
   if (r.status !== 0) throw new Error(`install-vllm.sh exited with ${r.status}`);
   if (!existsSync(join(MODEL_DIR, 'config.json'))) run(VENV_PYTHON, [join(HERE, 'make-model.py'), '--out', MODEL_DIR]);
   if (lora) run(VENV_PYTHON, [join(HERE, 'make-adapters.py'), '--model', MODEL_DIR, '--out', ADAPTERS_DIR, '--count', String(Object.keys(lora.adapters).length)]);
+  if (realtime && !existsSync(join(ASR_MODEL_DIR, 'config.json'))) run(VENV_PYTHON, [join(HERE, 'make-realtime-model.py'), '--out', ASR_MODEL_DIR]);
+}
+
+/** Starts the realtime replica on a free port (at the fleet's nice) and waits for it to be healthy. */
+async function startRealtime(nice: number): Promise<RealtimeReplicaState> {
+  const t0 = Date.now();
+  const r = startRealtimeProcess(await freePort());
+  setGroupNice(r.pid, nice);
+  try {
+    await waitHealthy(r);
+  } catch (e) {
+    await stopNamedProcess(REALTIME_REPLICA);
+    throw e;
+  }
+  return { ...r, startupMs: Date.now() - t0 };
 }
 
 async function allHealthy(s: FleetState): Promise<boolean> {
@@ -107,6 +133,7 @@ export async function stopFleet(): Promise<number> {
   let stopped = 0;
   const count = Math.max(s?.replicas.length ?? 0, 16);
   for (let i = 0; i < count; i++) if (await stopReplicaProcess(i)) stopped++;
+  if (await stopNamedProcess(REALTIME_REPLICA)) stopped++;
   rmSync(STATE_FILE, { force: true });
   return stopped;
 }
@@ -114,20 +141,31 @@ export async function stopFleet(): Promise<number> {
 /**
  * Starts `count` replicas (in parallel) unless a healthy fleet of that size already runs. `nice`:
  * set it (on a running fleet too); absent, a running fleet keeps its own and a new one gets REPLICA_NICE.
+ * `realtime`: the realtime replica too, added beside a running fleet that lacks it; absent or
+ * false, a running fleet keeps the one it has and a new fleet has none.
  */
-export async function ensureFleet(count: number, nice?: number, lora?: LoraFleet): Promise<FleetState> {
+export async function ensureFleet(count: number, nice?: number, lora?: LoraFleet, realtime = false): Promise<FleetState> {
   const running = readState();
   // A fleet of other LoRA settings (or none, when some are asked for) is started again.
   const sameLora = lora === undefined || JSON.stringify(running?.lora ?? null) === JSON.stringify(lora);
   if (running && running.replicas.length === count && sameLora && await allHealthy(running)) {
-    if (nice === undefined) return running;
-    applyNice(running.replicas, nice);
-    if (running.nice !== nice) writeState({ ...running, nice });
-    return { ...running, nice };
+    let s = running;
+    if (nice !== undefined) {
+      applyNice(running.replicas, nice);
+      if (running.realtime) setGroupNice(running.realtime.pid, nice);
+      if (running.nice !== nice) s = { ...s, nice };
+    }
+    if (realtime && !(s.realtime && await healthy(s.realtime.url))) {
+      await stopNamedProcess(REALTIME_REPLICA);
+      prepare(undefined, true);
+      s = { ...s, realtime: await startRealtime(s.nice ?? REPLICA_NICE) };
+    }
+    if (s !== running) writeState(s);
+    return s;
   }
   nice ??= REPLICA_NICE;
   if (running) await stopFleet();
-  prepare(lora);
+  prepare(lora, realtime);
   const serve = lora ? loraServeOptions(lora) : {};
   const t0 = Date.now();
   const replicas: ReplicaState[] = [];
@@ -143,7 +181,18 @@ export async function ensureFleet(count: number, nice?: number, lora?: LoraFleet
     for (let i = 0; i < count; i++) await stopReplicaProcess(i);
     throw e;
   }
-  const state: FleetState = { kind: 'vllm', model: SERVED_MODEL, replicas, startedAt: new Date(t0).toISOString(), startupMs, nice, ...(lora ? { lora } : {}) };
+  // After the LLM replicas are healthy, not beside them: their startupMs then measures what it
+  // always did, their start alone on the machine's cores.
+  let rt: RealtimeReplicaState | undefined;
+  if (realtime) {
+    try {
+      rt = await startRealtime(nice);
+    } catch (e) {
+      for (let i = 0; i < count; i++) await stopReplicaProcess(i);
+      throw e;
+    }
+  }
+  const state: FleetState = { kind: 'vllm', model: SERVED_MODEL, replicas, startedAt: new Date(t0).toISOString(), startupMs, nice, ...(lora ? { lora } : {}), ...(rt ? { realtime: rt } : {}) };
   writeState(state);
   return state;
 }
@@ -167,6 +216,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({ options: {
     replicas: { type: 'string', default: '2' }, nice: { type: 'string' }, stop: { type: 'boolean' }, restart: { type: 'string' },
     lora: { type: 'string' }, 'max-loras': { type: 'string', default: '2' }, 'max-cpu-loras': { type: 'string' }, 'lora-preload': { type: 'string' },
+    realtime: { type: 'boolean' },
   } });
   if (values.stop) {
     console.log(`stopped ${await stopFleet()} replica process group(s)`);
@@ -194,12 +244,14 @@ async function main(): Promise<void> {
     if (!Number.isInteger(preload) || preload < 0 || preload > n) throw new Error('--lora-preload must be an integer from 0 to --lora');
     lora = loraFleetOf({ count: n, maxLoras, maxCpuLoras, preload });
   }
-  const t0 = Date.now();
-  const s = await ensureFleet(count, nice, lora);
-  const fresh = Date.now() - t0 > 5_000;
+  const before = readState();
+  const s = await ensureFleet(count, nice, lora, values.realtime === true);
+  // The LLM replicas started now, not a realtime replica added beside a running fleet.
+  const fresh = before?.startedAt !== s.startedAt;
   for (const r of s.replicas) console.log(`${r.name} ${r.url} kv-events ${r.kvEvents?.endpoint} replay ${r.kvEvents?.replayEndpoint} pid ${r.pid}`);
   console.log(fresh ? `started ${count} replica(s); healthy after ${s.startupMs.map((m) => `${(m / 1000).toFixed(1)} s`).join(', ')}` : `already running (started ${s.startedAt})`);
   if (s.lora) console.log(`LoRA: ${Object.keys(s.lora.adapters).length} adapters in ${ADAPTERS_DIR}, --max-loras ${s.lora.maxLoras}, --max-cpu-loras ${s.lora.maxCpuLoras}, preloaded ${s.lora.preloaded.join(', ') || 'none'}`);
+  if (s.realtime) console.log(`realtime: ${s.realtime.name} ${s.realtime.url} (/v1/realtime, model ${s.realtime.model}) pid ${s.realtime.pid}${s.realtime.startupMs === undefined ? '' : `, healthy after ${(s.realtime.startupMs / 1000).toFixed(1)} s`}`);
   console.log(`replicas at nice ${s.nice ?? '(not set by this script)'}; state: ${STATE_FILE}`);
 }
 

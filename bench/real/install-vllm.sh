@@ -31,10 +31,29 @@ install_peft() {
   echo "$want_peft" > "$PEFT_MARKER"
 }
 
+# With WARMROUTE_REALTIME=1 (`npm run fleet:vllm -- --realtime`): torchvision, which vLLM's
+# Qwen3-ASR code imports (through its Qwen2-VL code), built for the venv's torch; its other
+# dependencies (numpy, pillow) are in the lock. It goes to a directory of its own that only the
+# realtime replica has on its PYTHONPATH: with torchvision importable, transformers takes other
+# code paths for every model, and the LLM replicas stay as they were measured.
+REALTIME=(torchvision==0.28.0)
+REALTIME_SITE="$ROOT/realtime-site"
+REALTIME_MARKER="$REALTIME_SITE/.warmroute-installed"
+install_realtime() {
+  [[ "${WARMROUTE_REALTIME:-0}" == "1" ]] || return 0
+  local want_rt
+  want_rt="$(printf '%s\n' "${REALTIME[@]}" | sha256sum | cut -d' ' -f1)"
+  if [[ -f "$REALTIME_MARKER" && "$(cat "$REALTIME_MARKER")" == "$want_rt" ]]; then return 0; fi
+  "$VENV/bin/python" -m pip install --quiet --no-deps --upgrade --target "$REALTIME_SITE" "${REALTIME[@]}"
+  PYTHONPATH="$REALTIME_SITE" "$VENV/bin/python" -c 'import torchvision; print("torchvision", torchvision.__version__)'
+  echo "$want_rt" > "$REALTIME_MARKER"
+}
+
 want="$( (printf '%s\n' "${TOP[@]}"; cat "$LOCK") | sha256sum | cut -d' ' -f1)"
 if [[ -f "$MARKER" && "$(cat "$MARKER")" == "$want" ]]; then
   echo "vllm venv already installed: $VENV"
   install_peft
+  install_realtime
   exit 0
 fi
 
@@ -46,3 +65,4 @@ mkdir -p "$ROOT"
 echo "$want" > "$MARKER"
 echo "vllm venv installed: $VENV"
 install_peft
+install_realtime

@@ -12,6 +12,17 @@ export const MODEL_DIR = join(CACHE_DIR, 'models', 'tiny-llama');
 export const FLEET_DIR = join(CACHE_DIR, 'fleet');
 export const STATE_FILE = join(FLEET_DIR, 'vllm.json');
 export const SERVED_MODEL = 'tiny-llama';
+/** The opt-in realtime replica's model (bench/real/make-realtime-model.py) and its name. */
+export const ASR_MODEL_DIR = join(CACHE_DIR, 'models', 'tiny-asr');
+export const ASR_SERVED_MODEL = 'tiny-asr';
+export const REALTIME_REPLICA = 'vllm-asr';
+/**
+ * What the realtime replica adds to the venv's path: vLLM's Qwen3-ASR model imports its Qwen2-VL
+ * code, which imports torchvision. It lives outside the venv (install-vllm.sh with
+ * WARMROUTE_REALTIME=1) because with torchvision importable transformers takes other code paths
+ * for every model, and the LLM replicas stay as they were measured.
+ */
+export const REALTIME_SITE = join(CACHE_DIR, 'realtime-site');
 
 /**
  * What warmroute needs from vLLM: with --kv-events-config (kvEventsConfig) and WARMROUTE_ENV, the
@@ -56,8 +67,8 @@ export interface ReplicaState {
 }
 
 export const replicaName = (i: number) => `vllm-${i}`;
-const pidFile = (i: number) => join(FLEET_DIR, `${replicaName(i)}.pid`);
-const logFile = (i: number) => join(FLEET_DIR, `${replicaName(i)}.log`);
+const pidFile = (name: string) => join(FLEET_DIR, `${name}.pid`);
+const logFile = (name: string) => join(FLEET_DIR, `${name}.log`);
 
 /** The KV-events config: vLLM binds its PUB socket only for a wildcard endpoint, else it connects. */
 export function kvEventsConfig(spec: ReplicaSpec): string {
@@ -88,24 +99,57 @@ export function serveArgs(spec: ReplicaSpec, opts: ServeOptions = {}): string[] 
 
 /** Starts the replica in its own process group (its pid is the group id) and records the pid. */
 export function startReplicaProcess(spec: ReplicaSpec, opts: ServeOptions = {}): ReplicaState {
-  mkdirSync(FLEET_DIR, { recursive: true });
-  const log = logFile(spec.index);
-  const fd = openSync(log, 'a');
-  const child = spawn(VENV_PYTHON, serveArgs(spec, opts), {
-    detached: true,
-    stdio: ['ignore', fd, fd],
-    env: { ...process.env, ...(opts.bare ? {} : WARMROUTE_ENV), ...SMALL_ENV, ...opts.extraEnv },
-  });
-  child.unref();
-  writeFileSync(pidFile(spec.index), `${child.pid}\n`);
+  const name = replicaName(spec.index);
+  const { pid, log } = spawnGroup(name, serveArgs(spec, opts), { ...(opts.bare ? {} : WARMROUTE_ENV), ...SMALL_ENV, ...opts.extraEnv });
   return {
-    name: replicaName(spec.index),
+    name,
     url: `http://127.0.0.1:${spec.port}`,
     kvEvents: opts.bare ? null : { endpoint: `tcp://127.0.0.1:${spec.kvEvents.pub}`, replayEndpoint: `tcp://127.0.0.1:${spec.kvEvents.replay}`, topic: `kv@${replicaName(spec.index)}` },
-    pid: child.pid!,
+    pid,
     port: spec.port,
     log,
   };
+}
+
+/** Spawns `python args` detached (its own process group), logging to FLEET_DIR/name.log, and records its pid. */
+function spawnGroup(name: string, args: string[], env: Record<string, string>): { pid: number; log: string } {
+  mkdirSync(FLEET_DIR, { recursive: true });
+  const log = logFile(name);
+  const fd = openSync(log, 'a');
+  const child = spawn(VENV_PYTHON, args, { detached: true, stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
+  child.unref();
+  writeFileSync(pidFile(name), `${child.pid}\n`);
+  return { pid: child.pid!, log };
+}
+
+/** The realtime replica as the fleet state records it: beside the LLM replicas, never among them. */
+export interface RealtimeReplicaState {
+  name: string;
+  url: string;
+  model: string;
+  pid: number;
+  port: number;
+  log: string;
+  /** From its start to its first healthy answer, in ms (absent until then). */
+  startupMs?: number;
+}
+
+/**
+ * The realtime replica's flags: the LLM replicas' small settings, a 4K context (one utterance's
+ * 5 s segments share one request, each adding 65 audio tokens, the prompt's few and at most 64
+ * generated), and none of warmroute's: a realtime connection is routed by session and open
+ * connections, never by what a replica's prefix cache holds, so it publishes no KV events.
+ */
+export function realtimeServeArgs(port: number): string[] {
+  return ['-m', 'vllm.entrypoints.openai.api_server', '--model', ASR_MODEL_DIR, '--served-model-name', ASR_SERVED_MODEL,
+    '--host', '127.0.0.1', '--port', String(port), '--dtype', 'bfloat16', '--max-model-len', '4096', '--enforce-eager'];
+}
+
+/** Starts the realtime replica in its own process group and records its pid. */
+export function startRealtimeProcess(port: number): RealtimeReplicaState {
+  const pythonPath = [REALTIME_SITE, process.env.PYTHONPATH].filter(Boolean).join(':');
+  const { pid, log } = spawnGroup(REALTIME_REPLICA, realtimeServeArgs(port), { ...SMALL_ENV, PYTHONPATH: pythonPath });
+  return { name: REALTIME_REPLICA, url: `http://127.0.0.1:${port}`, model: ASR_SERVED_MODEL, pid, port, log };
 }
 
 const groupAlive = (pgid: number) => {
@@ -113,8 +157,13 @@ const groupAlive = (pgid: number) => {
 };
 
 /** Stops the process group named in replica i's pid file (TERM, then KILL after 20 s). */
-export async function stopReplicaProcess(i: number): Promise<boolean> {
-  const file = pidFile(i);
+export function stopReplicaProcess(i: number): Promise<boolean> {
+  return stopNamedProcess(replicaName(i));
+}
+
+/** Stops the process group named in `name`'s pid file (TERM, then KILL after 20 s). */
+export async function stopNamedProcess(name: string): Promise<boolean> {
+  const file = pidFile(name);
   if (!existsSync(file)) return false;
   const pgid = Number(readFileSync(file, 'utf8').trim());
   if (Number.isInteger(pgid) && pgid > 1 && groupAlive(pgid)) {
@@ -136,7 +185,7 @@ export async function healthy(url: string): Promise<boolean> {
 }
 
 /** Polls /health until it answers 200; throws with the log's tail if the group dies or time runs out. */
-export async function waitHealthy(r: ReplicaState, timeoutMs = 600_000): Promise<void> {
+export async function waitHealthy(r: Pick<ReplicaState, 'name' | 'url' | 'pid' | 'log'>, timeoutMs = 600_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await healthy(r.url)) return;
