@@ -1,13 +1,17 @@
 // npm run bench:adapters -- --fleet sim|vllm  (--real is --fleet vllm)
 //   [--sessions-per-agent 1] [--turns 6] [--max-tokens 16] [--system-tokens 300,500] [--seed 1]
 //   [--strategies affinity,round-robin,session-hash,grouped,one-adapter] [--no-on-demand] [--stats-ms 200]
+//   [--rounds 1]
 // The adapter fleet of the goals, over HTTP: two replicas with --max-loras 2, four adapters of
 // equal traffic, each with three agents (system prompts), voice sessions of several turns, through
 // warmroute, round-robin and session hash, and the same sessions sent as one adapter (no request
 // ever waits for a slot: the baseline). TTFT p50/p90 of the warm turns (turn ≥ 1) and errors, in
 // one run. Then on demand (adapters.sources, maxLoadedPerReplica 3): the first request of an
 // adapter loaded nowhere (one load, measured), concurrent first requests of another (the same one
-// load), and a rotation of 12 adapters over the two replicas (0 errors expected).
+// load), and a rotation of 12 adapters over the two replicas (0 errors expected). With --rounds N
+// every strategy runs N times, in alternating order (forward, then backward, ...), each round with
+// prompts of its own: percentiles pooled over the rounds, and each round's ratio beside them, so a
+// drift of the machine during the run weighs on every arm alike.
 // `--fleet sim`: two simulated replicas on this host (seconds); `--fleet vllm`: the real CPU fleet
 // (bench/real/fleet-vllm.ts), started or restarted with --lora 12 --max-loras 2 --lora-preload 4.
 // Writes bench/out/adapters-fleet-<fleet>.json.
@@ -98,7 +102,7 @@ async function settle(f: AdapterFleet, keep: readonly string[]): Promise<void> {
   }
 }
 
-export interface TurnRecord { strategy: FleetStrategy; session: number; turn: number; adapter: string; ttftMs: number | null; ok: boolean; error: string | null; replica: string | null; route: string | null }
+export interface TurnRecord { strategy: FleetStrategy; round?: number; session: number; turn: number; adapter: string; ttftMs: number | null; ok: boolean; error: string | null; replica: string | null; route: string | null }
 
 export interface FleetWorkloadOptions {
   sessionsPerAgent: number; turns: number; maxTokens: number; systemTokens: [number, number]; seed: number;
@@ -156,6 +160,18 @@ async function runStrategy(f: AdapterFleet, strategy: FleetStrategy, o: FleetWor
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface StrategyRow { strategy: FleetStrategy; requests: number; errors: number; warm: { n: number; p50: number; p90: number }; p50Ratio: number; p90Ratio: number; adaptersPerReplica: Record<string, string[]> }
+
+/** warmroute's warm-turn p50 and p90 over the one-adapter arm's, per round (rounds with both). */
+export function roundRatios(records: readonly TurnRecord[]): { round: number; p50: number; p90: number }[] {
+  const rounds = [...new Set(records.map((r) => r.round ?? 0))].sort((a, b) => a - b);
+  const out: { round: number; p50: number; p90: number }[] = [];
+  for (const round of rounds) {
+    const rows = summarize(records.filter((r) => (r.round ?? 0) === round));
+    const w = rows.find((x) => x.strategy === 'affinity');
+    if (w && Number.isFinite(w.p50Ratio)) out.push({ round, p50: w.p50Ratio, p90: w.p90Ratio });
+  }
+  return out;
+}
 
 export function summarize(records: readonly TurnRecord[]): StrategyRow[] {
   const by = new Map<FleetStrategy, TurnRecord[]>();
@@ -247,18 +263,22 @@ async function runOnDemand(f: AdapterFleet, o: FleetWorkloadOptions, tag: string
   }
 }
 
-export interface FleetBenchResult { fleet: 'sim' | 'vllm'; at: string; options: FleetWorkloadOptions; rows: StrategyRow[]; onDemand: OnDemandResult | null; records: TurnRecord[] }
+export interface FleetBenchResult { fleet: 'sim' | 'vllm'; at: string; options: FleetWorkloadOptions; rounds: number; rows: StrategyRow[]; onDemand: OnDemandResult | null; records: TurnRecord[] }
 
-/** The whole benchmark on a fleet: the strategies in turn, then on demand. */
-export async function runFleetBench(f: AdapterFleet, o: FleetWorkloadOptions, strategies: readonly FleetStrategy[], onDemand: boolean): Promise<FleetBenchResult> {
+/** The whole benchmark on a fleet: the strategies in turn, `rounds` times in alternating order, then on demand. */
+export async function runFleetBench(f: AdapterFleet, o: FleetWorkloadOptions, strategies: readonly FleetStrategy[], onDemand: boolean, rounds = 1): Promise<FleetBenchResult> {
   const run = Date.now().toString(36);
   const records: TurnRecord[] = [];
-  for (const strategy of strategies) {
-    // Every run from the same state: the four adapters on every replica, nothing else.
-    await settle(f, adapterNames(FLEET_BENCH.adapters));
-    records.push(...await runStrategy(f, strategy, o, `${run}-${strategy}`));
+  for (let round = 0; round < rounds; round++) {
+    const order = round % 2 === 0 ? strategies : [...strategies].reverse();
+    for (const strategy of order) {
+      // Every arm from the same state: the four adapters on every replica, nothing else.
+      await settle(f, adapterNames(FLEET_BENCH.adapters));
+      const tag = rounds === 1 ? `${run}-${strategy}` : `${run}-r${round}-${strategy}`;
+      for (const r of await runStrategy(f, strategy, o, tag)) records.push(rounds === 1 ? r : { ...r, round });
+    }
   }
-  return { fleet: f.kind, at: new Date().toISOString(), options: o, rows: summarize(records), onDemand: onDemand ? await runOnDemand(f, o, `${run}-on-demand`) : null, records };
+  return { fleet: f.kind, at: new Date().toISOString(), options: o, rounds, rows: summarize(records), onDemand: onDemand ? await runOnDemand(f, o, `${run}-on-demand`) : null, records };
 }
 
 export function report(r: FleetBenchResult): string {
@@ -270,6 +290,16 @@ export function report(r: FleetBenchResult): string {
     '|---|---:|---:|---:|---:|---:|---:|---|',
     ...r.rows.map((x) => `| ${LABEL[x.strategy]} | ${x.warm.n} | ${ms(x.warm.p50)} | ${ms(x.warm.p90)} | ${fmt(x.p50Ratio)}× | ${fmt(x.p90Ratio)}× | ${x.errors} / ${x.requests} | ${Object.values(x.adaptersPerReplica).map((a) => a.length).join(' ')} |`),
   ];
+  if (r.rounds > 1) {
+    const per = roundRatios(r.records);
+    lines.push('', `${r.rounds} rounds, pooled above; warmroute ÷ one adapter per round: p50 ${per.map((x) => `${fmt(x.p50)}×`).join(', ')}; p90 ${per.map((x) => `${fmt(x.p90)}×`).join(', ')}`);
+  }
+  // What failed, in the failing requests' own words (the first few of each arm).
+  for (const x of r.rows) {
+    if (x.errors === 0) continue;
+    const seen = [...new Set(r.records.filter((t) => t.strategy === x.strategy && !t.ok).map((t) => t.error ?? 'no first token'))].slice(0, 3);
+    lines.push(`- ${LABEL[x.strategy]}: ${x.errors} failed (${seen.join('; ')})`);
+  }
   const d = r.onDemand;
   if (d) {
     lines.push('', `On demand (adapters.sources, maxLoadedPerReplica ${FLEET_BENCH.maxLoadedPerReplica}):`,
@@ -282,7 +312,7 @@ export function report(r: FleetBenchResult): string {
 
 export async function main(argv: string[]): Promise<void> {
   const s = { type: 'string' } as const;
-  const { values: a } = parseArgs({ args: argv, options: { fleet: s, real: { type: 'boolean' }, 'stats-ms': s, 'sessions-per-agent': s, turns: s, 'max-tokens': s, 'system-tokens': s, seed: s, strategies: s, 'no-on-demand': { type: 'boolean' } } });
+  const { values: a } = parseArgs({ args: argv, options: { fleet: s, real: { type: 'boolean' }, 'stats-ms': s, 'sessions-per-agent': s, turns: s, 'max-tokens': s, 'system-tokens': s, seed: s, strategies: s, rounds: s, 'no-on-demand': { type: 'boolean' } } });
   const kind = a.real ? 'vllm' : (a.fleet ?? 'sim');
   if (kind !== 'sim' && kind !== 'vllm') throw new Error(`--fleet sim|vllm (got ${kind})`);
   const [lo, hi] = (a['system-tokens'] ?? '300,500').split(',').map(Number);
@@ -291,7 +321,7 @@ export async function main(argv: string[]): Promise<void> {
   for (const st of strategies) if (!STRATEGIES.includes(st)) throw new Error(`unknown strategy ${st}: ${STRATEGIES.join(', ')}`);
   const f = kind === 'vllm' ? await vllmFleet() : await simFleet();
   try {
-    const r = await runFleetBench(f, o, strategies, !a['no-on-demand']);
+    const r = await runFleetBench(f, o, strategies, !a['no-on-demand'], Number(a.rounds ?? 1));
     console.log(report(r));
     mkdirSync('bench/out', { recursive: true });
     writeFileSync(`bench/out/adapters-fleet-${kind}.json`, JSON.stringify(r, null, 2));

@@ -19,9 +19,11 @@ export interface AdapterSimOptions {
   zipf: number;
   /** Virtual ms to load an adapter not kept on the host. */
   loadMs: number;
+  /** The sessions' first turns start within this many virtual ms (the workload's default: a 2-s burst). */
+  startSpreadMs: number;
 }
 
-export const ADAPTER_SIM_DEFAULTS: AdapterSimOptions = Object.freeze({ replicas: 8, adapters: 32, maxLoras: 4, maxCpuLoras: 8, sessions: 192, turns: 6, zipf: 1, loadMs: 50 });
+export const ADAPTER_SIM_DEFAULTS: AdapterSimOptions = Object.freeze({ replicas: 8, adapters: 32, maxLoras: 4, maxCpuLoras: 8, sessions: 192, turns: 6, zipf: 1, loadMs: 50, startSpreadMs: WORKLOAD_DEFAULTS.startSpreadMs });
 
 export interface AdapterSimRow {
   seed: number;
@@ -96,7 +98,7 @@ const pct = (xs: number[], q: number) => xs[Math.min(xs.length - 1, Math.floor(x
 /** One seed's workload through each strategy. */
 export function runAdapterSim(o: AdapterSimOptions, seed: number, strategies: readonly DesStrategy[]): AdapterSimRow[] {
   const adapters = names(o.adapters);
-  const workload = buildWorkload({ ...WORKLOAD_DEFAULTS, sessions: o.sessions, turns: o.turns, groups: o.adapters, systemTokens: [1000, 2000], seed });
+  const workload = buildWorkload({ ...WORKLOAD_DEFAULTS, sessions: o.sessions, turns: o.turns, groups: o.adapters, systemTokens: [1000, 2000], startSpreadMs: o.startSpreadMs, seed });
   zipfAssign(workload, o, seed);
   const place = oraclePlan(workload, o);
   return strategies.map((strategy) => {
