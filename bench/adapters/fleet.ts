@@ -145,7 +145,7 @@ async function runStrategy(f: AdapterFleet, strategy: FleetStrategy, o: FleetWor
         const direct = g === null ? groupedAt(plan.group % FLEET_BENCH.adapters) : -1;
         const x: Exchange = await streamChatExchange(g === null ? f.urls[direct] : g.url, { 'x-session-id': `${tag}-${plan.id}` }, body, agent, f.requestTimeoutMs);
         const ok = x.status === 200 && x.error === null && x.ttftMs !== null;
-        records.push({ strategy, session: plan.index, turn, adapter, ttftMs: x.ttftMs, ok, error: ok ? null : (x.error ?? `status ${x.status}`), replica: g === null ? `replica-${direct}` : x.replica, route: x.route });
+        records.push({ strategy, session: plan.index, turn, adapter, ttftMs: x.ttftMs, ok, error: ok ? null : (x.error ?? (x.status === 200 ? 'answered 200 with no text: no first token to time' : `status ${x.status}`)), replica: g === null ? `replica-${direct}` : x.replica, route: x.route });
         messages.push({ role: 'assistant', content: x.content || '…' });
         await sleep(plan.turns[turn].thinkMs);
       }
