@@ -32,12 +32,14 @@ describe('real vLLM: HTTP surface through warmroute', () => {
     const gw = JSON.parse((await getText(`${g.url}/v1/models`)).text);
     const real = JSON.parse((await getText(`${direct}/v1/models`)).text);
     const simModels = JSON.parse((await getText(`${sim.url}/v1/models`)).text);
-    assert.deepEqual(gw.data.map((m: any) => m.id), [f.model]);
+    // A fleet started with LoRA lists its adapters too (each with its base as `parent`): the base model is the one entry without one.
+    assert.deepEqual(gw.data.filter((m: any) => !m.parent).map((m: any) => m.id), [f.model]);
+    const base = (list: any) => list.data.find((m: any) => m.id === f.model);
     // vLLM mints a new permission id and `created` per call; the rest is the replica's own entry.
     const stable = (m: any) => ({ ...m, created: 0, permission: m.permission.map((p: any) => ({ ...p, id: '', created: 0 })) });
-    assert.deepEqual(stable(gw.data[0]), stable(real.data[0]), 'the gateway serves vLLM\'s own entry');
+    assert.deepEqual(stable(base(gw)), stable(base(real)), 'the gateway serves vLLM\'s own entry');
     assert.deepEqual(keys(simModels), keys(real));
-    assert.deepEqual(keys(simModels.data[0]), keys(real.data[0]), 'the simulator\'s model entry has vLLM\'s fields');
+    assert.deepEqual(keys(simModels.data[0]), keys(base(real)), 'the simulator\'s model entry has vLLM\'s fields');
   });
 
   it('/v1/completions through warmroute gives what the replica gives directly (temperature 0)', async () => {
