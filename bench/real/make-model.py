@@ -9,10 +9,10 @@ Run with the venv's python: bench/real/make-model.py [--out DIR].
 import argparse
 import json
 import os
-import random
 
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer
+from tiny_tokenizer import byte_level_bpe, corpus
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 SPECIAL = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
@@ -28,29 +28,11 @@ CHAT_TEMPLATE = (
 )
 
 
-def corpus(seed: int, lines: int):
-    rng = random.Random(seed)
-    syllables = ["ka", "lo", "mi", "ne", "su", "ra", "to", "vi", "an", "el", "or", "is", "un", "the", "ing", "er"]
-    words = ["".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))) for _ in range(4000)]
-    english = "the a of to and in is it you that he was for on are with as I his they be at one have this from".split()
-    words += english * 20
-    for _ in range(lines):
-        yield " ".join(rng.choice(words) for _ in range(rng.randint(5, 30))) + rng.choice([".", "?", "!", ","])
+ENGLISH = "the a of to and in is it you that he was for on are with as I his they be at one have this from".split()
 
 
 def make_tokenizer(vocab_size: int) -> Tokenizer:
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=SPECIAL,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(corpus(7, 20000), trainer=trainer)
-    return tok
+    return byte_level_bpe(vocab_size, SPECIAL, corpus(7, 20000, 4000, ENGLISH))
 
 
 def main() -> None:

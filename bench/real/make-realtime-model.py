@@ -14,11 +14,11 @@ Run with the venv's python: bench/real/make-realtime-model.py [--out DIR].
 import argparse
 import json
 import os
-import random
 
 import torch
 from safetensors.torch import save_file
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer
+from tiny_tokenizer import byte_level_bpe, corpus
 from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 from transformers.models.qwen3_asr import Qwen3ASRFeatureExtractor, Qwen3ASRProcessor
 from transformers.models.qwen3_asr.configuration_qwen3_asr import Qwen3ASREncoderConfig
@@ -44,26 +44,11 @@ CHAT_TEMPLATE = (
 N_WINDOW = 50
 
 
-def corpus(seed: int, lines: int):
-    rng = random.Random(seed)
-    syllables = ["ka", "lo", "mi", "ne", "su", "ra", "to", "vi", "an", "el", "or", "is", "un", "the", "ing", "er"]
-    words = ["".join(rng.choice(syllables) for _ in range(rng.randint(1, 4))) for _ in range(2000)]
-    words += "the a of to and in is it you that he was for on are with as I his they be at one".split() * 20
-    for _ in range(lines):
-        yield " ".join(rng.choice(words) for _ in range(rng.randint(5, 30))) + rng.choice([".", "?", "!", ","])
+ENGLISH = "the a of to and in is it you that he was for on are with as I his they be at one".split()
 
 
 def make_tokenizer(vocab_size: int) -> Tokenizer:
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=SPECIAL,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
-    )
-    tok.train_from_iterator(corpus(11, 10000), trainer=trainer)
-    return tok
+    return byte_level_bpe(vocab_size, SPECIAL, corpus(11, 10000, 2000, ENGLISH))
 
 
 def main() -> None:
