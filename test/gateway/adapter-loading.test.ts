@@ -29,25 +29,32 @@ const counter = (text: string, name: string, labels: string) => Number(new RegEx
 const unlabeled = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
 const scraped = (g: TestGateway) => waitFor('LoRA slots scraped', async () => (await replicasView(g)).every((r) => r.lora !== null), 5_000);
 
+/** Two LoRA replicas (each with its own options) behind one gateway managing `adapters`, scraped once. */
+async function startFleet(adapters: Record<string, unknown>, a: Record<string, unknown>, b: Record<string, unknown>) {
+  const r1 = await startReplica({ ...LORA, ...a });
+  const r2 = await startReplica({ ...LORA, ...b });
+  const g = await startGateway([], {
+    upstreams: [{ name: String(a.name), url: r1.url }, { name: String(b.name), url: r2.url }],
+    health: { statsIntervalMs: 50 },
+    adapters,
+  });
+  await scraped(g);
+  return { r1, r2, g };
+}
+const closeFleet = async (f: { r1: SimReplica; r2: SimReplica; g: TestGateway }) => {
+  await f.g.close();
+  await f.r1.close();
+  await f.r2.close();
+};
+
 describe('adapters loaded on demand', () => {
   let r1: SimReplica;
   let r2: SimReplica;
   let g: TestGateway;
   before(async () => {
-    r1 = await startReplica({ ...LORA, name: 'r1', loraLoadMs: 200 });
-    r2 = await startReplica({ ...LORA, name: 'r2', loraLoadMs: 200 });
-    g = await startGateway([], {
-      upstreams: [{ name: 'r1', url: r1.url }, { name: 'r2', url: r2.url }],
-      health: { statsIntervalMs: 50 },
-      adapters: { sources: { x: path('x'), y: path('y'), bad: join(dir, 'not-there') } },
-    });
-    await scraped(g);
+    ({ r1, r2, g } = await startFleet({ sources: { x: path('x'), y: path('y'), bad: join(dir, 'not-there') } }, { name: 'r1', loraLoadMs: 200 }, { name: 'r2', loraLoadMs: 200 }));
   });
-  after(async () => {
-    await g.close();
-    await r1.close();
-    await r2.close();
-  });
+  after(() => closeFleet({ r1, r2, g }));
 
   it('concurrent first requests of an adapter no replica has wait for one load, then all go where it was loaded', async () => {
     const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => chat(g, 'x', { user: `u${i}` })));
@@ -108,20 +115,9 @@ describe('adapters loaded on demand: a burst of first requests', () => {
   let r2: SimReplica;
   let g: TestGateway;
   before(async () => {
-    r1 = await startReplica({ ...LORA, name: 'r1', loraLoadMs: 200 });
-    r2 = await startReplica({ ...LORA, name: 'r2', loraLoadMs: 200 });
-    g = await startGateway([], {
-      upstreams: [{ name: 'r1', url: r1.url }, { name: 'r2', url: r2.url }],
-      health: { statsIntervalMs: 50 },
-      adapters: { sources: { y: path('y'), w: path('w') } },
-    });
-    await scraped(g);
+    ({ r1, r2, g } = await startFleet({ sources: { y: path('y'), w: path('w') } }, { name: 'r1', loraLoadMs: 200 }, { name: 'r2', loraLoadMs: 200 }));
   });
-  after(async () => {
-    await g.close();
-    await r1.close();
-    await r2.close();
-  });
+  after(() => closeFleet({ r1, r2, g }));
 
   it('first requests that come while their adapter loads join that load, however much of the traffic they are', async () => {
     // On a gateway that has seen one other adapter request, six new sessions of w are most of the
@@ -246,20 +242,9 @@ describe('adapters loaded on demand: a fleet of two base models', () => {
   let rb: SimReplica;
   let g: TestGateway;
   before(async () => {
-    ra = await startReplica({ ...LORA, model: 'base-a', name: 'ra', loraLoadMs: 10 });
-    rb = await startReplica({ ...LORA, model: 'base-b', name: 'rb', loraLoadMs: 10 });
-    g = await startGateway([], {
-      upstreams: [{ name: 'ra', url: ra.url }, { name: 'rb', url: rb.url }],
-      health: { statsIntervalMs: 50 },
-      adapters: { sources: { 'of-b': path('of-b'), 'of-any': path('of-any') }, bases: { 'of-b': 'base-b' } },
-    });
-    await scraped(g);
+    ({ r1: ra, r2: rb, g } = await startFleet({ sources: { 'of-b': path('of-b'), 'of-any': path('of-any') }, bases: { 'of-b': 'base-b' } }, { model: 'base-a', name: 'ra', loraLoadMs: 10 }, { model: 'base-b', name: 'rb', loraLoadMs: 10 }));
   });
-  after(async () => {
-    await g.close();
-    await ra.close();
-    await rb.close();
-  });
+  after(() => closeFleet({ r1: ra, r2: rb, g }));
 
   it('an adapter of a configured base is loaded and served only where that base model is served', async () => {
     // Different sessions: without the base each would be placed by slots and load alone, on either replica.
