@@ -206,8 +206,8 @@ export const AdaptersSchema = Section({
    * The base model each adapter the gateway may load applies to, as the replicas serve it (its id
    * in their /v1/models): it is loaded only on replicas that serve that model. Needed where the
    * replicas serve more than one base model; an adapter without one may be loaded on any replica
-   * with LoRA slots (a warning when they serve several). Once loaded, the base the replica lists
-   * for it is believed.
+   * with LoRA slots (a warning when they serve several). Without an entry, the base a replica
+   * lists it under (its `parent`) is used once some replica has it loaded.
    */
   bases: Type.Record(Type.String({ pattern: ADAPTER_NAME_PATTERN }), Type.String({ minLength: 1 }), { default: {} }),
   /**

@@ -263,10 +263,18 @@ export function createAdapterLoader(deps: AdapterLoaderDeps): AdapterLoader {
     manages: (model): model is string => model !== null && Object.hasOwn(o.sources, model),
     loadable(model, replicas) {
       if (model === null || !Object.hasOwn(o.sources, model)) return null;
-      const base = baseOf.get(model) ?? (Object.hasOwn(o.bases, model) ? o.bases[model] : undefined);
+      // Its base: as configured, else as a replica lists it (its `parent`), else as it was last loaded.
+      let base = Object.hasOwn(o.bases, model) ? o.bases[model] : undefined;
+      let listed = false;
+      for (const r of replicas) {
+        const parent = r.adapters?.get(model);
+        if (parent === undefined) continue;
+        base ??= parent;
+        if (r.up && !r.draining) listed = true;
+      }
+      base ??= baseOf.get(model);
       if (base === undefined) guessedBase(model, replicas);
       const can = (r: ReplicaView) => loraOn(r) && (base === undefined || r.models === null || r.models.has(base));
-      const listed = replicas.some((r) => r.up && !r.draining && r.adapters?.has(model));
       if (!listed) {
         // Requests that come while it loads somewhere join that load rather than start one more
         // elsewhere: one load however many first requests there are.

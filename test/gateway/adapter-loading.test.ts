@@ -242,7 +242,11 @@ describe('adapters loaded on demand: a fleet of two base models', () => {
   let rb: SimReplica;
   let g: TestGateway;
   before(async () => {
-    ({ r1: ra, r2: rb, g } = await startFleet({ sources: { 'of-b': path('of-b'), 'of-any': path('of-any') }, bases: { 'of-b': 'base-b' } }, { model: 'base-a', name: 'ra', loraLoadMs: 10 }, { model: 'base-b', name: 'rb', loraLoadMs: 10 }));
+    ({ r1: ra, r2: rb, g } = await startFleet(
+      { sources: { 'of-b': path('of-b'), 'of-any': path('of-any'), 'listed-b': path('listed-b') }, bases: { 'of-b': 'base-b' } },
+      { model: 'base-a', name: 'ra', loraLoadMs: 10 },
+      { model: 'base-b', name: 'rb', loraLoadMs: 10, loraModules: { 'listed-b': path('listed-b') } },
+    ));
   });
   after(() => closeFleet({ r1: ra, r2: rb, g }));
 
@@ -255,6 +259,17 @@ describe('adapters loaded on demand: a fleet of two base models', () => {
     }
     assert.equal(ra.loraCalls().load, 0);
     assert.equal(rb.loraCalls().load, 1);
+    assert.equal(unlabeled(await metricsText(g), 'warmroute_adapter_base_unknown_total'), 0);
+  });
+
+  it('an adapter of no configured base that a replica lists takes its base from the listing', async () => {
+    // Its traffic alone would give it a second home (the fleet's whole adapter traffic): only a replica of base-b may be one.
+    for (let i = 0; i < 6; i++) {
+      const res = await chat(g, 'listed-b', { user: `l${i}`, messages: [{ role: 'system', content: `listed agent ${i}` }, { role: 'user', content: 'hi' }] });
+      assert.equal(res.status, 200, JSON.stringify(res.json));
+      assert.equal(res.replica, 'rb');
+    }
+    assert.equal(ra.loraCalls().load, 0);
     assert.equal(unlabeled(await metricsText(g), 'warmroute_adapter_base_unknown_total'), 0);
   });
 
