@@ -1,6 +1,6 @@
 // npm run bench:adapters -- --fleet sim|vllm  (--real is --fleet vllm)
 //   [--sessions-per-agent 1] [--turns 6] [--max-tokens 16] [--system-tokens 300,500] [--seed 1]
-//   [--strategies affinity,round-robin,session-hash,grouped,one-adapter] [--no-on-demand] [--stats-ms 200]
+//   [--strategies affinity,round-robin,session-hash,grouped,one-adapter (grouped-gateway on request)] [--no-on-demand] [--stats-ms 200]
 //   [--rounds 1]
 // The adapter fleet of the goals, over HTTP: two replicas with --max-loras 2, four adapters of
 // equal traffic, each with three agents (system prompts), voice sessions of several turns, through
@@ -30,9 +30,11 @@ import { buildWorkload, WORKLOAD_DEFAULTS } from '../voice/workload.js';
 
 /** The goals' fleet: two replicas, two slots each, four adapters in turn, on demand twelve. */
 export const FLEET_BENCH = Object.freeze({ replicas: 2, maxLoras: 2, adapters: 4, agentsPerAdapter: 3, rotation: 12, maxLoadedPerReplica: 3 });
-const STRATEGIES = ['affinity', 'round-robin', 'session-hash', 'grouped', 'one-adapter'] as const;
+const STRATEGIES = ['affinity', 'round-robin', 'session-hash', 'grouped', 'grouped-gateway', 'one-adapter'] as const;
+/** The arms run unless --strategies names them: grouped-gateway is asked for by name. */
+const DEFAULT_STRATEGIES: readonly FleetStrategy[] = ['affinity', 'round-robin', 'session-hash', 'grouped', 'one-adapter'];
 type FleetStrategy = (typeof STRATEGIES)[number];
-const LABEL: Record<FleetStrategy, string> = { affinity: 'warmroute', 'round-robin': 'round-robin', 'session-hash': 'session hash', grouped: 'adapters grouped by hand (adapter a → replica a × R ÷ 4, no gateway)', 'one-adapter': 'the same sessions, one adapter (no slot waits)' };
+const LABEL: Record<FleetStrategy, string> = { affinity: 'warmroute', 'round-robin': 'round-robin', 'session-hash': 'session hash', grouped: 'adapters grouped by hand (adapter a → replica a × R ÷ 4, no gateway)', 'grouped-gateway': 'the same split, each replica behind a gateway of its own', 'one-adapter': 'the same sessions, one adapter (no slot waits)' };
 
 export interface AdapterFleet {
   kind: 'sim' | 'vllm';
@@ -130,7 +132,18 @@ async function runStrategy(f: AdapterFleet, strategy: FleetStrategy, o: FleetWor
   // `grouped` is no router: each adapter's sessions go straight to the replica a fixed split gives
   // it, as many adapters on each replica as it has slots, so none ever waits for one. What is left
   // against `one-adapter` is what serving several adapters in one batch costs the engine itself.
-  const g: Gateway | null = strategy === 'grouped' ? null : await startGateway(f.urls, strategy === 'one-adapter' ? 'affinity' : strategy, [], null, health(o));
+  // `grouped-gateway`: the same split with a gateway in the path, one per replica (each with that
+  // replica alone): what separates warmroute from `grouped` is then placement, not the extra hop
+  // and the gateway's share of the cores.
+  const byHand = strategy === 'grouped' || strategy === 'grouped-gateway';
+  const g: Gateway | null = byHand ? null : await startGateway(f.urls, strategy === 'one-adapter' ? 'affinity' : strategy, [], null, health(o));
+  const own: Gateway[] = [];
+  try {
+    if (strategy === 'grouped-gateway') for (const u of f.urls) own.push(await startGateway([u], 'affinity', [], null, health(o)));
+  } catch (e) {
+    for (const x of own) await x.stop();
+    throw e;
+  }
   const groupedAt = (a: number) => Math.floor((a * f.urls.length) / FLEET_BENCH.adapters);
   const agent = keepAliveAgent();
   const records: TurnRecord[] = [];
@@ -143,7 +156,8 @@ async function runStrategy(f: AdapterFleet, strategy: FleetStrategy, o: FleetWor
         messages.push({ role: 'user', content: plan.turns[turn].user });
         const body = { model: adapter, messages, max_tokens: o.maxTokens, ignore_eos: true, temperature: 0, stream: true, stream_options: { include_usage: true } };
         const direct = g === null ? groupedAt(plan.group % FLEET_BENCH.adapters) : -1;
-        const x: Exchange = await streamChatExchange(g === null ? f.urls[direct] : g.url, { 'x-session-id': `${tag}-${plan.id}` }, body, agent, f.requestTimeoutMs);
+        const url = g !== null ? g.url : own.length > 0 ? own[direct].url : f.urls[direct];
+        const x: Exchange = await streamChatExchange(url, { 'x-session-id': `${tag}-${plan.id}` }, body, agent, f.requestTimeoutMs);
         const ok = x.status === 200 && x.error === null && x.ttftMs !== null;
         records.push({ strategy, session: plan.index, turn, adapter, ttftMs: x.ttftMs, ok, error: ok ? null : (x.error ?? (x.status === 200 ? 'answered 200 with no text: no first token to time' : `status ${x.status}`)), replica: g === null ? `replica-${direct}` : x.replica, route: x.route });
         messages.push({ role: 'assistant', content: x.content || '…' });
@@ -153,6 +167,7 @@ async function runStrategy(f: AdapterFleet, strategy: FleetStrategy, o: FleetWor
   } finally {
     agent.destroy();
     await g?.stop();
+    for (const x of own) await x.stop();
   }
   return records;
 }
@@ -317,7 +332,7 @@ export async function main(argv: string[]): Promise<void> {
   if (kind !== 'sim' && kind !== 'vllm') throw new Error(`--fleet sim|vllm (got ${kind})`);
   const [lo, hi] = (a['system-tokens'] ?? '300,500').split(',').map(Number);
   const o: FleetWorkloadOptions = { sessionsPerAgent: Number(a['sessions-per-agent'] ?? 1), turns: Number(a.turns ?? 6), maxTokens: Number(a['max-tokens'] ?? 16), systemTokens: [lo, hi ?? lo], seed: Number(a.seed ?? 1), ...(a['stats-ms'] === undefined ? {} : { statsMs: Number(a['stats-ms']) }) };
-  const strategies = (a.strategies ?? STRATEGIES.join(',')).split(',') as FleetStrategy[];
+  const strategies = (a.strategies ?? DEFAULT_STRATEGIES.join(',')).split(',') as FleetStrategy[];
   for (const st of strategies) if (!STRATEGIES.includes(st)) throw new Error(`unknown strategy ${st}: ${STRATEGIES.join(', ')}`);
   const f = kind === 'vllm' ? await vllmFleet() : await simFleet();
   try {
