@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { connect } from 'node:net';
@@ -13,7 +13,11 @@ export interface Target {
   child?: Child;
 }
 
-export async function waitForPort(port: number, timeoutMs = 10_000): Promise<void> {
+/**
+ * Resolves once something accepts on `port`. With `child`, rejects as soon as that process exits
+ * (a gateway that could not bind or start), with what it printed last, instead of waiting out the bound.
+ */
+export async function waitForPort(port: number, timeoutMs = 10_000, child?: { proc: ChildProcess; output: () => string }): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const ok = await new Promise<boolean>((r) => {
@@ -21,9 +25,16 @@ export async function waitForPort(port: number, timeoutMs = 10_000): Promise<voi
       s.on('error', () => r(false));
     });
     if (ok) return;
-    if (Date.now() > deadline) throw new Error(`nothing listening on ${port}`);
+    if (child && (child.proc.exitCode !== null || child.proc.signalCode !== null)) {
+      throw new ExitedBeforeListening(port, `exited (code ${child.proc.exitCode}, signal ${child.proc.signalCode}) before it listened on ${port}; its last output:\n${child.output().trim() || '(none)'}`);
+    }
+    if (Date.now() > deadline) throw new Error(`nothing listening on ${port} after ${timeoutMs} ms${child ? `; its last output:\n${child.output().trim() || '(none)'}` : ''}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+export class ExitedBeforeListening extends Error {
+  constructor(readonly port: number, message: string) { super(message); }
 }
 
 /** `kv`: the upstream also publishes KV cache events (see upstream.ts); `kvEvents` says where. `chunkGapMs`: see upstream.ts. */
@@ -68,15 +79,35 @@ function newestSource(dir: string): number {
  * (with node's own flags before it, as a list: `['--cpu-prof', 'dist/cli.js']`).
  * `upstream` '' = the upstreams come from a --config file in `extra`; `env`: added to this process's for the gateway.
  */
-export async function startWarmroute(upstream: string, extra: string[] = [], entry?: string | readonly string[], name = 'warmroute', env?: NodeJS.ProcessEnv): Promise<Target> {
-  const [port, admin] = [await freePort(), await freePort()];
-  // Readiness from the port, not a log line: the log level is the caller's choice. A session of
-  // its own (group), as every peer router and replica has: where the kernel schedules by autogroup
-  // (/proc/sys/kernel/sched_autogroup_enabled), CPU is shared between sessions, and a gateway left
-  // in the bench's session would split one share with the load generator while a peer had a whole one.
-  const child = await startChild(process.execPath, [...(entry === undefined ? gatewayEntry() : typeof entry === 'string' ? [entry] : entry), 'serve', ...(upstream ? ['--upstream', upstream] : []), '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), ...extra], null, { group: true, env });
-  await waitForPort(admin, 20_000);
-  return { name, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${admin}`, child };
+export async function startWarmroute(upstream: string, extra: string[] = [], entry?: string | readonly string[], name = 'warmroute', env?: NodeJS.ProcessEnv, readyMs = 20_000): Promise<Target> {
+  // The ports freePort() found can be taken before the gateway binds them: any outbound socket on
+  // this machine (the gateway's own probes of its replicas, made before it listens, included) may
+  // get one as its ephemeral port. The gateway then exits with "cannot listen": fresh ports, a few times.
+  for (let attempt = 1; ; attempt++) {
+    const [port, admin] = [await freePort(), await freePort()];
+    // Readiness from the port, not a log line: the log level is the caller's choice. A session of
+    // its own (group), as every peer router and replica has: where the kernel schedules by autogroup
+    // (/proc/sys/kernel/sched_autogroup_enabled), CPU is shared between sessions, and a gateway left
+    // in the bench's session would split one share with the load generator while a peer had a whole one.
+    const child = await startChild(process.execPath, [...(entry === undefined ? gatewayEntry() : typeof entry === 'string' ? [entry] : entry), 'serve', ...(upstream ? ['--upstream', upstream] : []), '--host', '127.0.0.1', '--port', String(port), '--admin-host', '127.0.0.1', '--admin-port', String(admin), ...extra], null, { group: true, env });
+    let output = '';
+    const keep = (d: Buffer) => { output = (output + d.toString()).slice(-2000); };
+    child.proc.stdout?.on('data', keep);
+    child.proc.stderr?.on('data', keep);
+    try {
+      await waitForPort(admin, readyMs, { proc: child.proc, output: () => output });
+    } catch (e) {
+      await child.stop();
+      if (e instanceof ExitedBeforeListening && /cannot listen on .*another process is listening/.test(output) && attempt < 4) {
+        process.stderr.write(`${name}: a port was taken before the gateway bound it (attempt ${attempt}); trying fresh ports\n`);
+        continue;
+      }
+      throw e;
+    }
+    child.proc.stdout?.off('data', keep);
+    child.proc.stderr?.off('data', keep);
+    return { name, url: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${admin}`, child };
+  }
 }
 
 export const startNaive = (upstream: string) => startScript('fastify+reply-from', 'bench/overhead/naive-proxy.ts', upstream);

@@ -87,14 +87,14 @@ interface AdminReplicas {
 export async function startGateway(urls: string[], strategy: string, more: string[] = [], kvEvents: KvEndpoint[] | null = null, config: Record<string, unknown> | null = null, readyMs = 10_000): Promise<Gateway> {
   let t: Target;
   if (kvEvents === null && config === null) {
-    t = await startWarmroute(urls[0], [...urls.slice(1).flatMap((u) => ['--upstream', u]), '--strategy', strategy, '--log-level', 'warn', ...more]);
+    t = await startWarmroute(urls[0], [...urls.slice(1).flatMap((u) => ['--upstream', u]), '--strategy', strategy, '--log-level', 'warn', ...more], undefined, 'warmroute', undefined, Math.max(readyMs, 20_000));
   } else {
     const file = join(tmpdir(), `warmroute-bench-${process.pid}-${Date.now()}.json`);
     // `config.upstreams[i]` adds settings (a name) to the i-th url's entry.
     const named = (config?.upstreams as Record<string, unknown>[] | undefined) ?? [];
     const upstreams = urls.map((url, i) => ({ ...named[i], url, ...(kvEvents === null ? {} : { kvEvents: kvEvents[i] }) }));
     writeFileSync(file, JSON.stringify({ ...config, upstreams }));
-    t = await startWarmroute('', ['--config', file, '--strategy', strategy, '--log-level', 'warn', ...more]);
+    t = await startWarmroute('', ['--config', file, '--strategy', strategy, '--log-level', 'warn', ...more], undefined, 'warmroute', undefined, Math.max(readyMs, 20_000));
   }
   const adminUrl = t.adminUrl!;
   const proc = t.child!.proc;
