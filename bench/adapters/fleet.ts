@@ -1,6 +1,6 @@
 // npm run bench:adapters -- --fleet sim|vllm  (--real is --fleet vllm)
 //   [--sessions-per-agent 1] [--turns 6] [--max-tokens 16] [--system-tokens 300,500] [--seed 1]
-//   [--strategies affinity,round-robin,session-hash,grouped,one-adapter (grouped-gateway on request)] [--no-on-demand] [--stats-ms 200]
+//   [--strategies affinity,round-robin,session-hash,grouped,one-adapter (grouped-gateway, two-gateways on request)] [--no-on-demand] [--stats-ms 200]
 //   [--rounds 1]
 // The adapter fleet of the goals, over HTTP: two replicas with --max-loras 2, four adapters of
 // equal traffic, each with three agents (system prompts), voice sessions of several turns, through
@@ -26,15 +26,16 @@ import { ensureFleet, loraFleetOf, type LoraFleet } from '../real/fleet-vllm.js'
 import { SERVED_MODEL } from '../real/vllm-replica.js';
 import { keepAliveAgent, streamChatExchange, type Exchange } from '../voice/client.js';
 import { startGateway, type Gateway } from '../voice/fleet.js';
+import { startRedis, type RedisChild } from '../../test/store/redis-server.js';
 import { buildWorkload, WORKLOAD_DEFAULTS } from '../voice/workload.js';
 
 /** The goals' fleet: two replicas, two slots each, four adapters in turn, on demand twelve. */
 export const FLEET_BENCH = Object.freeze({ replicas: 2, maxLoras: 2, adapters: 4, agentsPerAdapter: 3, rotation: 12, maxLoadedPerReplica: 3 });
-const STRATEGIES = ['affinity', 'round-robin', 'session-hash', 'grouped', 'grouped-gateway', 'one-adapter'] as const;
-/** The arms run unless --strategies names them: grouped-gateway is asked for by name. */
+const STRATEGIES = ['affinity', 'round-robin', 'session-hash', 'grouped', 'grouped-gateway', 'two-gateways', 'one-adapter'] as const;
+/** The arms run unless --strategies names them: grouped-gateway and two-gateways are asked for by name. */
 const DEFAULT_STRATEGIES: readonly FleetStrategy[] = ['affinity', 'round-robin', 'session-hash', 'grouped', 'one-adapter'];
 type FleetStrategy = (typeof STRATEGIES)[number];
-const LABEL: Record<FleetStrategy, string> = { affinity: 'warmroute', 'round-robin': 'round-robin', 'session-hash': 'session hash', grouped: 'adapters grouped by hand (adapter a → replica a × R ÷ 4, no gateway)', 'grouped-gateway': 'the same split, each replica behind a gateway of its own', 'one-adapter': 'the same sessions, one adapter (no slot waits)' };
+const LABEL: Record<FleetStrategy, string> = { affinity: 'warmroute', 'round-robin': 'round-robin', 'session-hash': 'session hash', grouped: 'adapters grouped by hand (adapter a → replica a × R ÷ 4, no gateway)', 'grouped-gateway': 'the same split, each replica behind a gateway of its own', 'two-gateways': 'warmroute, two gateways on one redis-server, a session\'s turns alternating between them', 'one-adapter': 'the same sessions, one adapter (no slot waits)' };
 
 export interface AdapterFleet {
   kind: 'sim' | 'vllm';
@@ -135,13 +136,20 @@ async function runStrategy(f: AdapterFleet, strategy: FleetStrategy, o: FleetWor
   // `grouped-gateway`: the same split with a gateway in the path, one per replica (each with that
   // replica alone): what separates warmroute from `grouped` is then placement, not the extra hop
   // and the gateway's share of the cores.
+  // `two-gateways`: warmroute as several pods run it, on one redis-server, each session's turns
+  // alternating between the two, so that every placement a gateway makes is read by the other.
   const byHand = strategy === 'grouped' || strategy === 'grouped-gateway';
-  const g: Gateway | null = byHand ? null : await startGateway(f.urls, strategy === 'one-adapter' ? 'affinity' : strategy, [], null, health(o));
+  const pods = strategy === 'two-gateways';
+  const redis: RedisChild | null = pods ? await startRedis() : null;
   const own: Gateway[] = [];
+  let g: Gateway | null = null;
   try {
+    if (!byHand && !pods) g = await startGateway(f.urls, strategy === 'one-adapter' ? 'affinity' : strategy, [], null, health(o));
     if (strategy === 'grouped-gateway') for (const u of f.urls) own.push(await startGateway([u], 'affinity', [], null, health(o)));
+    if (pods) for (let i = 0; i < 2; i++) own.push(await startGateway(f.urls, 'affinity', ['--redis', redis!.url], null, health(o)));
   } catch (e) {
     for (const x of own) await x.stop();
+    await redis?.kill();
     throw e;
   }
   const groupedAt = (a: number) => Math.floor((a * f.urls.length) / FLEET_BENCH.adapters);
@@ -155,11 +163,11 @@ async function runStrategy(f: AdapterFleet, strategy: FleetStrategy, o: FleetWor
       for (let turn = 0; turn < plan.turns.length; turn++) {
         messages.push({ role: 'user', content: plan.turns[turn].user });
         const body = { model: adapter, messages, max_tokens: o.maxTokens, ignore_eos: true, temperature: 0, stream: true, stream_options: { include_usage: true } };
-        const direct = g === null ? groupedAt(plan.group % FLEET_BENCH.adapters) : -1;
+        const direct = g === null ? (pods ? (plan.index + turn) % own.length : groupedAt(plan.group % FLEET_BENCH.adapters)) : -1;
         const url = g !== null ? g.url : own.length > 0 ? own[direct].url : f.urls[direct];
         const x: Exchange = await streamChatExchange(url, { 'x-session-id': `${tag}-${plan.id}` }, body, agent, f.requestTimeoutMs);
         const ok = x.status === 200 && x.error === null && x.ttftMs !== null;
-        records.push({ strategy, session: plan.index, turn, adapter, ttftMs: x.ttftMs, ok, error: ok ? null : (x.error ?? (x.status === 200 ? 'answered 200 with no text: no first token to time' : `status ${x.status}`)), replica: g === null ? `replica-${direct}` : x.replica, route: x.route });
+        records.push({ strategy, session: plan.index, turn, adapter, ttftMs: x.ttftMs, ok, error: ok ? null : (x.error ?? (x.status === 200 ? 'answered 200 with no text: no first token to time' : `status ${x.status}`)), replica: g === null && !pods ? `replica-${direct}` : x.replica, route: x.route });
         messages.push({ role: 'assistant', content: x.content || '…' });
         await sleep(plan.turns[turn].thinkMs);
       }
@@ -168,6 +176,7 @@ async function runStrategy(f: AdapterFleet, strategy: FleetStrategy, o: FleetWor
     agent.destroy();
     await g?.stop();
     for (const x of own) await x.stop();
+    await redis?.kill();
   }
   return records;
 }

@@ -21,9 +21,11 @@ export interface AdapterSimOptions {
   loadMs: number;
   /** The sessions' first turns start within this many virtual ms (the workload's default: a 2-s burst). */
   startSpreadMs: number;
+  /** Gateway pods sharing one store (the Redis activity channel in virtual time); each request to one at random. */
+  pods: number;
 }
 
-export const ADAPTER_SIM_DEFAULTS: AdapterSimOptions = Object.freeze({ replicas: 8, adapters: 32, maxLoras: 4, maxCpuLoras: 8, sessions: 192, turns: 6, zipf: 1, loadMs: 50, startSpreadMs: WORKLOAD_DEFAULTS.startSpreadMs });
+export const ADAPTER_SIM_DEFAULTS: AdapterSimOptions = Object.freeze({ replicas: 8, adapters: 32, maxLoras: 4, maxCpuLoras: 8, sessions: 192, turns: 6, zipf: 1, loadMs: 50, startSpreadMs: WORKLOAD_DEFAULTS.startSpreadMs, pods: 1 });
 
 export interface AdapterSimRow {
   seed: number;
@@ -104,7 +106,7 @@ export function runAdapterSim(o: AdapterSimOptions, seed: number, strategies: re
   return strategies.map((strategy) => {
     const t0 = performance.now();
     const run = runDes({
-      replicas: o.replicas, pods: 1, strategy, workload, kvBlocks: 24_576, outputTokens: [50, 150], gatewayMs: 1, statsIntervalMs: 1_000, maxVirtualMs: 3_600_000, seed,
+      replicas: o.replicas, pods: o.pods, strategy, workload, kvBlocks: 24_576, outputTokens: [50, 150], gatewayMs: 1, statsIntervalMs: 1_000, maxVirtualMs: 3_600_000, seed,
       lora: { adapters, maxLoras: o.maxLoras, maxCpuLoras: o.maxCpuLoras, loadMs: o.loadMs }, modelOf: (si) => adapters[workload.sessions[si].group], oraclePlace: place,
     });
     const ttft = run.records.map((r) => r.ttftMs ?? Infinity).sort((x, y) => x - y);

@@ -8,8 +8,11 @@ import type { LoraSlots, ReplicaView } from './types.js';
  * moment; what this gateway sent since is added to it.
  */
 export interface AdapterRecency {
-  /** A request for `adapter` was routed to `replica` at `now`. */
-  touch(replica: string, adapter: string, now: number): void;
+  /**
+   * `count` requests for `adapter` were routed to `replica`, the last at `at` (this gateway's, or
+   * another's heard through the shared store, possibly older than what is counted already).
+   */
+  touch(replica: string, adapter: string, at: number, count?: number): void;
   /** The adapters last sent to `replica` after `since` (wall ms). */
   sentAfter(replica: string, since: number): readonly string[];
   /**
@@ -41,19 +44,22 @@ export function createAdapterRecency(keepMs: () => number, halfLifeMs: () => num
   let total: Sent = { at: 0, count: 0 };
   let pruneAt = 32;
   const decayed = (s: Sent | undefined, now: number) => (s === undefined ? 0 : s.count * 2 ** (-Math.max(0, now - s.at) / Math.max(1, halfLifeMs())));
-  const add = (s: Sent | undefined, now: number): Sent => ({ at: now, count: decayed(s, now) + 1 });
+  // Counts heard late (another gateway's batch) are decayed to the entry's time, not the other way.
+  const add = (s: Sent | undefined, at: number, n: number): Sent => (s !== undefined && at < s.at
+    ? { at: s.at, count: s.count + n * 2 ** (-(s.at - at) / Math.max(1, halfLifeMs())) }
+    : { at, count: decayed(s, at) + n });
   return {
-    touch(replica, adapter, now) {
+    touch(replica, adapter, at, count = 1) {
       let m = byReplica.get(replica);
       if (m === undefined) byReplica.set(replica, (m = new Map()));
-      m.set(adapter, add(m.get(adapter), now));
-      byAdapter.set(adapter, add(byAdapter.get(adapter), now));
-      total = add(total, now);
+      m.set(adapter, add(m.get(adapter), at, count));
+      byAdapter.set(adapter, add(byAdapter.get(adapter), at, count));
+      total = add(total, at, count);
       // Bounded by the adapters the replicas serve; names unloaded long ago go here.
       const keep = keepMs();
-      for (const [a, x] of m) if (now - x.at > keep) m.delete(a);
+      for (const [a, x] of m) if (at - x.at > keep) m.delete(a);
       if (byAdapter.size > pruneAt) {
-        for (const [a, x] of byAdapter) if (now - x.at > keep) byAdapter.delete(a);
+        for (const [a, x] of byAdapter) if (at - x.at > keep) byAdapter.delete(a);
         pruneAt = 2 * Math.max(16, byAdapter.size);
       }
     },

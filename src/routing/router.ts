@@ -111,6 +111,9 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
   const learner = createLearner({ store, index, cost, traffic, broken, workingSet, residency, stored, stateful: () => composition.stateful, observe, now });
   // Held for the working-set window: a new session of an adapter goes where its sessions are.
   const adapters = createAdapterRecency(() => Math.max(o.workingSetWindowMs, o.adapterBusyMs), () => o.trafficHalfLifeMs);
+  // Every gateway's adapter requests count in this one's view of the slots: the homes, loads and
+  // shares its placement reads (with one gateway's alone, N gateways mix adapters on every replica).
+  store.onAdapterSent?.((s) => adapters.touch(s.replica, s.adapter, s.at, s.count));
   const contextDeps = { store, index, broken, pressure, options: () => o, capacities, capacityRead: capacityReading(), adapters };
 
   /**
@@ -196,7 +199,11 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       const d = ctx.adapters === undefined ? withDrift : { ...withDrift, adapterSlot: ctx.adapters.slot(withDrift.ranked[0]) };
       if (composition.learns) {
         learner.routed(ctx, d);
-        if (ctx.adapters !== undefined) adapters.touch(d.ranked[0].name, ctx.adapters.adapter, ctx.now);
+        if (ctx.adapters !== undefined) {
+          adapters.touch(d.ranked[0].name, ctx.adapters.adapter, ctx.now);
+          // A placement or a move changes where the adapter is at home: the other gateways hear it at once.
+          store.announceAdapter?.({ replica: d.ranked[0].name, adapter: ctx.adapters.adapter, count: 1, at: ctx.now }, d.reason !== 'pinned' && d.reason !== 'prefix');
+        }
       }
       return d;
     },

@@ -1,4 +1,4 @@
-import type { SessionTurn, TurnCall, TurnChannel, TurnOpened, TurnResponse } from './types.js';
+import type { AdapterSent, SessionTurn, TurnCall, TurnChannel, TurnOpened, TurnResponse } from './types.js';
 
 export interface ActivityOptions {
   /** Sends one message on the activity channel; rejects when Redis cannot take it. */
@@ -14,6 +14,8 @@ export interface ActivityOptions {
   failed(err: unknown): void;
   /** A batch went out with this many turns. */
   sent(turns: number): void;
+  /** A batch went out with this many (replica, adapter) counts. */
+  sentAdapters?(entries: number): void;
   /** A message on the channel that is not a batch of turns (another build, or garbage): skipped. */
   malformed(): void;
 }
@@ -24,6 +26,9 @@ export interface SessionActivity {
   /** A message off the activity channel: other gateways' turns, for the listeners. */
   receive(message: string): void;
   onTurn(listener: (turn: SessionTurn) => void): void;
+  /** Queues requests for a LoRA adapter routed to a replica, summed per (replica, adapter) until the batch goes; `now` sends at once. */
+  announceAdapter(sent: AdapterSent, now: boolean): void;
+  onAdapterSent(listener: (sent: AdapterSent) => void): void;
   /** Caller turns (record/turns.ts) on the same channel: an opened turn, a served call and a relayed response's session, each sent at once. */
   readonly turns: TurnChannel;
   close(): void;
@@ -32,6 +37,9 @@ export interface SessionActivity {
 // One message: `t|<instance>|` + a JSON array of [key, replica, agent, agentTokens, promptTokens, at, replaces?].
 // A session key may hold any byte but NUL, so the turns go as JSON rather than in a separator format.
 type Wire = [string, string, string | null, number, number, number, string?];
+// `a|<instance>|` + a JSON array of [replica, adapter, count, at]: a kind of its own, so that a
+// gateway of an earlier build skips it (counted as malformed there) and keeps every turn.
+type AdapterWire = [string, string, number, number];
 
 /**
  * Each session's turns, shared between gateways by Redis pub/sub so that every gateway's working
@@ -45,6 +53,9 @@ type Wire = [string, string, string | null, number, number, number, string?];
 export function createSessionActivity(o: ActivityOptions): SessionActivity {
   const pending = new Map<string, SessionTurn>();
   const listeners: ((turn: SessionTurn) => void)[] = [];
+  // Keyed by replica and adapter (NUL between: neither name holds one in a URL or a model id).
+  const pendingAdapters = new Map<string, { replica: string; adapter: string; count: number; at: number }>();
+  const adapterListeners: ((sent: AdapterSent) => void)[] = [];
   const openedListeners: ((turn: TurnOpened) => void)[] = [];
   const calledListeners: ((call: TurnCall) => void)[] = [];
   const respondedListeners: ((response: TurnResponse) => void)[] = [];
@@ -64,6 +75,19 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
       w = JSON.parse(body);
     } catch {
       return o.malformed();
+    }
+    if (kind === 'a') {
+      if (!Array.isArray(w)) return o.malformed();
+      const t = o.now();
+      for (const x of w as unknown[]) {
+        if (!Array.isArray(x) || x.length !== 4 || typeof x[0] !== 'string' || typeof x[1] !== 'string') { o.malformed(); continue; }
+        const [replica, adapter, count, at] = x as AdapterWire;
+        if (!(Number.isFinite(count) && count > 0) || !Number.isFinite(at)) { o.malformed(); continue; }
+        // Another gateway's clock: never taken to be newer than now here.
+        const sent: AdapterSent = { replica, adapter, count, at: Math.min(at, t) };
+        for (const l of adapterListeners) l(sent);
+      }
+      return;
     }
     if (kind === 'r') {
       if (!Array.isArray(w) || w.length !== 2 || typeof w[0] !== 'string' || typeof w[1] !== 'string') return o.malformed();
@@ -91,7 +115,14 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
   function flush() {
     if (timer !== null) clearTimeout(timer);
     timer = null;
-    if (pending.size === 0 || closed) return;
+    if (closed) return;
+    if (pendingAdapters.size > 0) {
+      const wire: AdapterWire[] = [];
+      for (const x of pendingAdapters.values()) wire.push([x.replica, x.adapter, x.count, x.at]);
+      pendingAdapters.clear();
+      o.publish(`a|${o.instance}|${JSON.stringify(wire)}`).then(() => o.sentAdapters?.(wire.length), (e: unknown) => o.failed(e));
+    }
+    if (pending.size === 0) return;
     const wire: Wire[] = [];
     for (const t of pending.values()) wire.push(t.replaces === undefined ? [t.key, t.replica, t.agent, t.agentTokens, t.promptTokens, t.at] : [t.key, t.replica, t.agent, t.agentTokens, t.promptTokens, t.at, t.replaces]);
     pending.clear();
@@ -109,12 +140,29 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
       if (now) flush();
       else if (timer === null) timer = setTimeout(flush, o.flushMs).unref();
     },
+    announceAdapter(sent, now) {
+      if (closed) return;
+      const k = `${sent.replica}\u0000${sent.adapter}`;
+      const queued = pendingAdapters.get(k);
+      if (queued === undefined) {
+        if (pendingAdapters.size >= o.maxPending) pendingAdapters.delete(pendingAdapters.keys().next().value as string);
+        pendingAdapters.set(k, { ...sent });
+      } else {
+        queued.count += sent.count;
+        queued.at = Math.max(queued.at, sent.at);
+      }
+      if (now) flush();
+      else if (timer === null) timer = setTimeout(flush, o.flushMs).unref();
+    },
+    onAdapterSent(listener) {
+      adapterListeners.push(listener);
+    },
     receive(message) {
       const bar = message.indexOf('|', 2);
       if (message[1] !== '|' || bar < 0) return o.malformed();
       const from = message.slice(2, bar);
       if (from === o.instance) return;
-      if (message[0] === 'o' || message[0] === 'c' || message[0] === 'r') return receiveTurns(message[0], from, message.slice(bar + 1));
+      if (message[0] === 'o' || message[0] === 'c' || message[0] === 'r' || message[0] === 'a') return receiveTurns(message[0], from, message.slice(bar + 1));
       if (message[0] !== 't') return o.malformed();
       let wire: unknown;
       try {
@@ -153,6 +201,7 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
       if (timer !== null) clearTimeout(timer);
       timer = null;
       pending.clear();
+      pendingAdapters.clear();
     },
   };
 }

@@ -38,7 +38,7 @@ export interface RedisSessionStore extends SessionStore {
 }
 
 export const STORE_OPS = ['connect', 'subscribe', 'pin', 'refresh', 'unpin', 'lookup', 'resync', 'gap_resync', 'fetch', 'drain', 'announce'] as const;
-export const STORE_EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost', 'refresh_moved', 'gap_resyncs', 'gap_corrected', 'fetched', 'fetch_missed', 'turns_announced', 'activity_malformed'] as const;
+export const STORE_EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost', 'refresh_moved', 'gap_resyncs', 'gap_corrected', 'fetched', 'fetch_missed', 'turns_announced', 'adapter_requests_announced', 'activity_malformed'] as const;
 type Op = (typeof STORE_OPS)[number];
 type Event = (typeof STORE_EVENTS)[number];
 type Conn = 'main' | 'sub';
@@ -285,6 +285,7 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     publish: (m) => (main.status === 'ready' ? main.publish(activityChannel, m) : Promise.reject(new Error(`connection ${main.status}`))),
     failed: (e) => failed('main', 'announce', e),
     sent: (n) => metrics.storeEvents.inc({ store, event: 'turns_announced' }, n),
+    sentAdapters: (n) => metrics.storeEvents.inc({ store, event: 'adapter_requests_announced' }, n),
     malformed: () => count('activity_malformed'),
   }) : null;
 
@@ -388,6 +389,8 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     ...(activity === null ? {} : {
       announce: (turn, at) => activity.announce(turn, at),
       onTurn: (listener) => activity.onTurn(listener),
+      announceAdapter: (sent, at) => activity.announceAdapter(sent, at),
+      onAdapterSent: (listener) => activity.onAdapterSent(listener),
       turns: activity.turns,
     }),
     async ready() {

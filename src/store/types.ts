@@ -20,6 +20,14 @@ export const isConversationKey = (key: string) => key.startsWith(CONVERSATION_KE
  * One turn of a session as every gateway's working set counts it: the replica serving it, its
  * agent (the chain link ending the prompt's shared part, routing/working-set.ts) and the tokens.
  */
+/** Requests for a LoRA adapter routed to a replica by one gateway: `count` of them, the last at `at` (wall ms). */
+export interface AdapterSent {
+  readonly replica: string;
+  readonly adapter: string;
+  readonly count: number;
+  readonly at: number;
+}
+
 export interface SessionTurn {
   /** Session key, or a keyless conversation's placement key (as the working set counts it). */
   readonly key: string;
@@ -117,6 +125,14 @@ export interface SessionStore {
   announce?(turn: SessionTurn, now: boolean): void;
   /** Turns other gateways announced, as they arrive. */
   onTurn?(listener: (turn: SessionTurn) => void): void;
+  /**
+   * A shared store tells every other gateway that requests for a LoRA adapter were routed to a
+   * replica (batched; `now` for a placement, sent at once), so that every gateway's view of the
+   * slots (routing/adapter-slots.ts) counts every gateway's requests. Absent for local-only stores.
+   */
+  announceAdapter?(sent: AdapterSent, now: boolean): void;
+  /** Adapter requests other gateways announced, as they arrive. */
+  onAdapterSent?(listener: (sent: AdapterSent) => void): void;
   /** Caller turns shared with the other gateways (record/turns.ts); absent for local-only stores. */
   readonly turns?: TurnChannel;
   /** Resolves once a shared store is connected; absent for local-only stores. */

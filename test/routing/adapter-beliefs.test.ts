@@ -21,6 +21,22 @@ describe('what routing believes of a replica’s LoRA slots', () => {
     assert.equal(v.wait(replica('x', { adapters, lora: null })), 0);
   });
 
+  it('counts heard late from another gateway add as if touched at their own time, whatever arrived before them', () => {
+    const half = 30_000;
+    const inOrder = createAdapterRecency(() => 600_000, () => half);
+    inOrder.touch('x', 'a', T - half, 4);
+    inOrder.touch('x', 'a', T, 1);
+    const late = createAdapterRecency(() => 600_000, () => half);
+    late.touch('x', 'a', T, 1);
+    late.touch('x', 'a', T - half, 4);
+    for (const r of [inOrder, late]) {
+      assert.ok(Math.abs(r.routed('x', T) - 3) < 1e-9, `${r.routed('x', T)}: 1 now and 4 a half-life ago`);
+      assert.ok(Math.abs(r.demand('a', T).mine - 3) < 1e-9 && Math.abs(r.demand('a', T).all - 3) < 1e-9);
+      // A late count does not make the adapter look sent later than it was.
+      assert.deepEqual(r.sentAfter('x', T - 1), ['a']);
+    }
+  });
+
   it('an adapter sent since the last scrape (less its lag) holds a slot until a later scrape', () => {
     const recency = createAdapterRecency(() => 60_000, () => 30_000);
     recency.touch('x', 'b', T - 100);

@@ -5,7 +5,7 @@ import { createRedisSessionStore, type RedisSessionStore } from '../../src/store
 import type { RequestIdentity } from '../../src/identify/identity.js';
 import type { Router } from '../../src/routing/types.js';
 import { createMetrics } from '../../src/telemetry/metrics.js';
-import { chatIdentity, fleet } from '../routing/helpers.js';
+import { chatIdentity, fleet, keyIdentity, replica } from '../routing/helpers.js';
 import { counterSum, memoryLogger, startRedis, waitFor, type RedisChild } from './redis-server.js';
 
 // Four replicas of 12,000 tokens; six agents of 2,000–4,500 tokens (≈ 4 characters a token) need
@@ -96,12 +96,38 @@ describe('one fleet view: every gateway counts every gateway\'s sessions in its 
     const a = createRouter('affinity', { store: sa });
     const before = await counterSum(metrics.storeEvents, ['event', 'activity_malformed']);
     const admin = redis.client();
-    for (const m of ['t|x|not json', 't|x|{"a":1}', 't|x|[["k","r0",null,0,"NaN",1]]', 'garbage', 'o|x|[1]']) await admin.publish('fv:activity', m);
-    // Each of the two subscribers (a's and b's) counts each of the five.
-    await waitFor('malformed counted', async () => await counterSum(metrics.storeEvents, ['event', 'activity_malformed']) - before >= 10);
+    for (const m of ['t|x|not json', 't|x|{"a":1}', 't|x|[["k","r0",null,0,"NaN",1]]', 'garbage', 'o|x|[1]', 'a|x|{"a":1}', 'a|x|[["r0","lora",0,1]]']) await admin.publish('fv:activity', m);
+    // Each of the two subscribers (a's and b's) counts each of the seven.
+    await waitFor('malformed counted', async () => await counterSum(metrics.storeEvents, ['event', 'activity_malformed']) - before >= 14);
     const total = () => [...b.stats().workingSetTokensByReplica.values()].reduce((x, y) => x + y, 0);
     const was = total();
     turn(a, idOf(2, 'after-garbage'));
     await waitFor('a turn still heard', () => total() > was);
+  });
+
+  it('a second gateway places a new session of each LoRA adapter where the first one put that adapter (its slots, heard through Redis)', async () => {
+    const sa = make();
+    const sb = make();
+    await Promise.all([sa.ready(), sb.ready()]);
+    const a = createRouter('affinity', { store: sa });
+    const b = createRouter('affinity', { store: sb });
+    let heard = 0;
+    sb.onAdapterSent!(() => { heard++; });
+    const names = ['l0', 'l1', 'l2', 'l3', 'l4', 'l5'];
+    const served = new Map(names.map((x) => [x, 'base']));
+    // Four replicas of two LoRA slots, nothing running at the last scrape.
+    const rs = Array.from({ length: 4 }, (_, i) => replica(`r${i}`, { adapters: served, lora: { maxLoras: 2, running: new Set(), waiting: new Set() }, lastScrapeAt: Date.now() }));
+    const place = (r: Router, session: string, adapter: string) => {
+      const id = { ...keyIdentity(session), model: adapter };
+      const d = r.route({ identity: id, replicas: rs });
+      r.served(id, { replica: d.ranked[0].name, result: 'ok', replicaTtftMs: 50, promptTokens: id.promptTokens, cachedTokens: 0 });
+      return d.ranked[0].name;
+    };
+    const homeOf = new Map(names.map((x) => [x, place(a, `first-${x}`, x)]));
+    // Each placement goes out at once, not in the next batch.
+    await waitFor('warmroute_store_events_total{event="adapter_requests_announced"}', async () => await counterSum(metrics.storeEvents, ['event', 'adapter_requests_announced']) >= names.length, 1_000);
+    // b routed none of these: it knows where each adapter is at home from a's announcements alone.
+    await waitFor('b heard them', () => heard >= names.length, 2_000);
+    for (const x of names) assert.equal(place(b, `second-${x}`, x), homeOf.get(x), `adapter ${x}: b placed it elsewhere than a (${homeOf.get(x)})`);
   });
 });

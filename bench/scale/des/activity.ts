@@ -3,7 +3,7 @@
 // a fresh placement after one pub/sub hop, every other turn in the next batch (flushMs). Without it
 // the pods of a discrete-event run would share pins but not the fleet view placement reads.
 
-import type { SessionStore, SessionTurn } from '../../../src/store/types.js';
+import type { AdapterSent, SessionStore, SessionTurn } from '../../../src/store/types.js';
 import type { EngineClock } from '../../sim/engine.js';
 
 export interface ActivityTiming {
@@ -18,25 +18,45 @@ export const ACTIVITY_TIMING: ActivityTiming = { hopMs: 1, flushMs: 100 };
 /** One store view per pod over one shared store, their turns told to each other in virtual time. */
 export function createActivityBus(shared: SessionStore, clock: EngineClock, timing: ActivityTiming = ACTIVITY_TIMING): (pod: number) => SessionStore {
   const listeners = new Map<number, (turn: SessionTurn) => void>();
+  const adapterListeners = new Map<number, (sent: AdapterSent) => void>();
   const deliver = (from: number, turns: readonly SessionTurn[]) => clock.setTimeout(() => {
     for (const [pod, listen] of listeners) if (pod !== from) for (const t of turns) listen(t);
   }, timing.hopMs);
+  const deliverAdapters = (from: number, sent: readonly AdapterSent[]) => clock.setTimeout(() => {
+    for (const [pod, listen] of adapterListeners) if (pod !== from) for (const s of sent) listen(s);
+  }, timing.hopMs);
   return (pod) => {
     let pending: SessionTurn[] = [];
+    // Summed per replica and adapter until the batch goes, as the Redis store does.
+    let pendingAdapters = new Map<string, AdapterSent>();
     let flushing = false;
     const flush = () => {
       flushing = false;
       const batch = pending;
       pending = [];
       if (batch.length > 0) deliver(pod, batch);
+      const sent = [...pendingAdapters.values()];
+      pendingAdapters = new Map();
+      if (sent.length > 0) deliverAdapters(pod, sent);
+    };
+    const later = () => {
+      if (!flushing) { flushing = true; clock.setTimeout(flush, timing.flushMs); }
     };
     return Object.assign(Object.create(shared) as SessionStore, {
       announce(turn: SessionTurn, now: boolean) {
         if (now) { deliver(pod, [turn]); return; }
         pending.push(turn);
-        if (!flushing) { flushing = true; clock.setTimeout(flush, timing.flushMs); }
+        later();
       },
       onTurn(listener: (turn: SessionTurn) => void) { listeners.set(pod, listener); },
+      announceAdapter(sent: AdapterSent, now: boolean) {
+        const k = `${sent.replica}\u0000${sent.adapter}`;
+        const q = pendingAdapters.get(k);
+        pendingAdapters.set(k, q === undefined ? sent : { ...sent, count: q.count + sent.count, at: Math.max(q.at, sent.at) });
+        if (now) flush();
+        else later();
+      },
+      onAdapterSent(listener: (sent: AdapterSent) => void) { adapterListeners.set(pod, listener); },
     });
   };
 }
