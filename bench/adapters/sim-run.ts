@@ -23,9 +23,11 @@ export interface AdapterSimOptions {
   startSpreadMs: number;
   /** Gateway pods sharing one store (the Redis activity channel in virtual time); each request to one at random. */
   pods: number;
+  /** How often each pod scrapes each replica (its slots, its queue): the gateway's health.statsIntervalMs. */
+  statsMs: number;
 }
 
-export const ADAPTER_SIM_DEFAULTS: AdapterSimOptions = Object.freeze({ replicas: 8, adapters: 32, maxLoras: 4, maxCpuLoras: 8, sessions: 192, turns: 6, zipf: 1, loadMs: 50, startSpreadMs: WORKLOAD_DEFAULTS.startSpreadMs, pods: 1 });
+export const ADAPTER_SIM_DEFAULTS: AdapterSimOptions = Object.freeze({ replicas: 8, adapters: 32, maxLoras: 4, maxCpuLoras: 8, sessions: 192, turns: 6, zipf: 1, loadMs: 50, startSpreadMs: WORKLOAD_DEFAULTS.startSpreadMs, pods: 1, statsMs: 1_000 });
 
 export interface AdapterSimRow {
   seed: number;
@@ -106,7 +108,7 @@ export function runAdapterSim(o: AdapterSimOptions, seed: number, strategies: re
   return strategies.map((strategy) => {
     const t0 = performance.now();
     const run = runDes({
-      replicas: o.replicas, pods: o.pods, strategy, workload, kvBlocks: 24_576, outputTokens: [50, 150], gatewayMs: 1, statsIntervalMs: 1_000, maxVirtualMs: 3_600_000, seed,
+      replicas: o.replicas, pods: o.pods, strategy, workload, kvBlocks: 24_576, outputTokens: [50, 150], gatewayMs: 1, statsIntervalMs: o.statsMs, maxVirtualMs: 3_600_000, seed,
       lora: { adapters, maxLoras: o.maxLoras, maxCpuLoras: o.maxCpuLoras, loadMs: o.loadMs }, modelOf: (si) => adapters[workload.sessions[si].group], oraclePlace: place,
     });
     const ttft = run.records.map((r) => r.ttftMs ?? Infinity).sort((x, y) => x - y);

@@ -1,6 +1,6 @@
 // npm run bench:adapters -- [--replicas 8] [--adapters 32] [--max-loras 4] [--max-cpu-loras 8]
 //   [--sessions 192] [--turns 6] [--zipf 1] [--seeds 1,2] [--strategies affinity,round-robin,session-hash,oracle]
-//   [--lora-load-ms 50] [--start-spread-ms 2000] [--pods 1]
+//   [--lora-load-ms 50] [--start-spread-ms 2000] [--pods 1] [--stats-ms 1000]
 // With --fleet sim|vllm (or --real, the same as --fleet vllm): the fleet benchmark over HTTP
 // instead (bench/adapters/fleet.ts: two replicas, --max-loras 2, against the same sessions sent
 // as one adapter; then on-demand loading).
@@ -24,18 +24,18 @@ if (process.argv.some((x) => x === '--real' || x === '--fleet' || x.startsWith('
 }
 
 const s = { type: 'string' } as const;
-const { values: a } = parseArgs({ options: { replicas: s, adapters: s, 'max-loras': s, 'max-cpu-loras': s, sessions: s, turns: s, zipf: s, seeds: s, strategies: s, 'lora-load-ms': s, 'start-spread-ms': s, pods: s } });
+const { values: a } = parseArgs({ options: { replicas: s, adapters: s, 'max-loras': s, 'max-cpu-loras': s, sessions: s, turns: s, zipf: s, seeds: s, strategies: s, 'lora-load-ms': s, 'start-spread-ms': s, pods: s, 'stats-ms': s } });
 const num = (v: string | undefined, def: number) => (v === undefined ? def : Number(v));
 const d = ADAPTER_SIM_DEFAULTS;
 const o: AdapterSimOptions = {
   replicas: num(a.replicas, d.replicas), adapters: num(a.adapters, d.adapters), maxLoras: num(a['max-loras'], d.maxLoras), maxCpuLoras: num(a['max-cpu-loras'], d.maxCpuLoras),
   sessions: num(a.sessions, d.sessions), turns: num(a.turns, d.turns), zipf: num(a.zipf, d.zipf), loadMs: num(a['lora-load-ms'], d.loadMs), startSpreadMs: num(a['start-spread-ms'], d.startSpreadMs),
-  pods: num(a.pods, d.pods),
+  pods: num(a.pods, d.pods), statsMs: num(a['stats-ms'], d.statsMs),
 };
 const strategies = (a.strategies ?? 'affinity,round-robin,session-hash,oracle').split(',') as DesStrategy[];
 
 const out: Record<string, unknown>[] = [];
-console.log(`${o.replicas} replicas × ${o.adapters} adapters (Zipf s=${o.zipf}), --max-loras ${o.maxLoras}, --max-cpu-loras ${o.maxCpuLoras}; ${o.sessions} sessions × ${o.turns} turns, starting within ${o.startSpreadMs / 1000} s; ${o.pods} gateway pod(s) sharing one store`);
+console.log(`${o.replicas} replicas × ${o.adapters} adapters (Zipf s=${o.zipf}), --max-loras ${o.maxLoras}, --max-cpu-loras ${o.maxCpuLoras}; ${o.sessions} sessions × ${o.turns} turns, starting within ${o.startSpreadMs / 1000} s; ${o.pods} gateway pod(s) sharing one store, each scraping every ${o.statsMs} ms`);
 for (const seed of (a.seeds ?? '1,2').split(',').map(Number)) {
   const rows = runAdapterSim(o, seed, strategies);
   const oracle = rows.find((r) => r.strategy === 'oracle');
