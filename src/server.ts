@@ -126,7 +126,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const admission = createAdmission(admissionLimitsOf(config), (replica) => metrics.batchPrefillWaits.inc({ replica }));
   const fleet = createFleet({ config, registry, router, store, agent, metrics, log, resolver: deps.resolver, forgetAdmission: admission.forget });
   const { health } = fleet;
-  const adapters = createAdapterLoader({ registry, agent, metrics, log, options: config.adapters, readModels: (r) => health.readModels(r) });
+  const adapters = createAdapterLoader({ registry, agent, metrics, log, options: config.adapters, readModels: (r) => health.readModels(r), sentAt: (replica, adapter) => router.adapterSentAt(replica, adapter) });
   // adapters.directory's adapters join adapters.sources in the loader as they are listed.
   let adaptersConfig = config.adapters;
   const directory = createAdapterDirectory({ options: config.adapters, log, metrics, changed: (listed) => adapters.setOptions(mergedSources(adaptersConfig, listed)) });

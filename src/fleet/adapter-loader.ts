@@ -30,6 +30,7 @@ export interface ManagedAdapterView {
   readonly unloading: boolean;
   /** Exchanges of it open on the replica through this gateway. */
   readonly inflight: number;
+  /** Its last use there by this gateway or, with a shared store, any gateway (lastUse): what the unload order reads. */
   readonly lastUsedAt: string | null;
 }
 
@@ -67,6 +68,12 @@ export interface AdapterLoaderDeps {
   readonly options: AdaptersConfig;
   /** Reads the replica's /v1/models again (fleet/health.ts); false when it could not. */
   readonly readModels: (r: ReplicaState) => Promise<boolean>;
+  /**
+   * When any gateway sharing this one's store last routed a request for the adapter to the
+   * replica (Router.adapterSentAt): the least recently used adapter is the fleet's, not this
+   * gateway's alone. Absent: this gateway's own use.
+   */
+  readonly sentAt?: (replica: string, adapter: string) => number | null;
 }
 
 /** A replica that could take an adapter: it takes traffic and reports LoRA slots, or lists adapters already. */
@@ -110,6 +117,8 @@ export function createAdapterLoader(deps: AdapterLoaderDeps): AdapterLoader {
     if (x === undefined) m.set(replica, (x = new Map()));
     return x;
   };
+  /** When it was last used on the replica: by this gateway, or by any gateway sharing its store (0: never known). */
+  const lastUse = (replica: string, adapter: string) => Math.max(lastUsed.get(replica)?.get(adapter) ?? 0, deps.sentAt?.(replica, adapter) ?? 0);
   const inUse = (replica: string, adapter: string) => (inflight.get(replica)?.get(adapter) ?? 0) > 0 || loading.has(key(replica, adapter));
   const touch = (replica: string, adapter: string) => {
     inner(lastUsed, replica).set(adapter, Date.now());
@@ -202,12 +211,11 @@ export function createAdapterLoader(deps: AdapterLoaderDeps): AdapterLoader {
       return n;
     };
     for (let guard = 0; guard < 16 && r.adapters.size + othersLoading() + 1 > max; guard++) {
-      const used = lastUsed.get(r.name);
       let victim: string | null = null;
       let oldest = Infinity;
       for (const a of r.adapters.keys()) {
         if (!(a in o.sources) || a === adapter || inUse(r.name, a) || unloading.has(key(r.name, a))) continue;
-        const at = used?.get(a) ?? 0;
+        const at = lastUse(r.name, a);
         if (at < oldest) { oldest = at; victim = a; }
       }
       if (victim === null) {
@@ -316,7 +324,6 @@ export function createAdapterLoader(deps: AdapterLoaderDeps): AdapterLoader {
     },
     view(replica) {
       const r = registry.byName(replica);
-      const used = lastUsed.get(replica);
       const out: ManagedAdapterView[] = [];
       for (const adapter of Object.keys(o.sources)) {
         const v = {
@@ -325,7 +332,7 @@ export function createAdapterLoader(deps: AdapterLoaderDeps): AdapterLoader {
           loading: loading.has(key(replica, adapter)),
           unloading: unloading.has(key(replica, adapter)),
           inflight: inflight.get(replica)?.get(adapter) ?? 0,
-          lastUsedAt: used?.has(adapter) ? new Date(used.get(adapter)!).toISOString() : null,
+          lastUsedAt: lastUse(replica, adapter) > 0 ? new Date(lastUse(replica, adapter)).toISOString() : null,
         };
         if (v.loaded || v.loading || v.unloading || v.inflight > 0) out.push(v);
       }

@@ -15,6 +15,8 @@ export interface AdapterRecency {
   touch(replica: string, adapter: string, at: number, count?: number): void;
   /** The adapters last sent to `replica` after `since` (wall ms). */
   sentAfter(replica: string, since: number): readonly string[];
+  /** When `adapter` was last sent to `replica` (wall ms), null when it is not remembered. */
+  lastSent(replica: string, adapter: string): number | null;
   /**
    * The requests for `adapter` routed to any replica lately (decayed with the traffic half-life),
    * and those of every adapter: its share of the fleet's adapter traffic.
@@ -70,6 +72,7 @@ export function createAdapterRecency(keepMs: () => number, halfLifeMs: () => num
       for (const [a, x] of m) if (x.at > since) out.push(a);
       return out;
     },
+    lastSent: (replica, adapter) => byReplica.get(replica)?.get(adapter)?.at ?? null,
     routed(replica, now) {
       let n = 0;
       for (const x of byReplica.get(replica)?.values() ?? []) n += decayed(x, now);

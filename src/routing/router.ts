@@ -231,6 +231,7 @@ export function createRouter(strategy: Strategy, deps: RouterDeps): Router {
       composition = compose(strategy, { options: o, cost, traffic, random, workingSet });
     },
     pinsByReplica: () => store.countsByReplica(now()),
+    adapterSentAt: (replica, adapter) => adapters.lastSent(replica, adapter),
     forgetReplica,
     replicaRestarted(replica, since) {
       forgetReplica(replica);

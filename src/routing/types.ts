@@ -221,6 +221,12 @@ export interface Router {
   storedResponse(id: string): SessionInfo | null;
   /** Number of live pins per replica (for /admin/replicas). */
   pinsByReplica(): ReadonlyMap<string, number>;
+  /**
+   * When a request for `adapter` was last routed to `replica` (wall ms), by this gateway or by any
+   * gateway sharing its store; null when none is remembered (adapter-slots.ts keeps them for the
+   * working-set window).
+   */
+  adapterSentAt(replica: string, adapter: string): number | null;
   /** A replica left the fleet or restarted: its cache is gone, forget what routing believed it held (prefix index, pins). */
   forgetReplica(replica: string): void;
   /**

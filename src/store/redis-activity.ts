@@ -16,6 +16,8 @@ export interface ActivityOptions {
   sent(turns: number): void;
   /** A batch went out with this many (replica, adapter) counts. */
   sentAdapters?(entries: number): void;
+  /** Another gateway's batch came in with this many (replica, adapter) counts. */
+  heardAdapters?(entries: number): void;
   /** A message on the channel that is not a batch of turns (another build, or garbage): skipped. */
   malformed(): void;
 }
@@ -79,6 +81,7 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
     if (kind === 'a') {
       if (!Array.isArray(w)) return o.malformed();
       const t = o.now();
+      let heard = 0;
       for (const x of w as unknown[]) {
         if (!Array.isArray(x) || x.length !== 4 || typeof x[0] !== 'string' || typeof x[1] !== 'string') { o.malformed(); continue; }
         const [replica, adapter, count, at] = x as AdapterWire;
@@ -86,7 +89,9 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
         // Another gateway's clock: never taken to be newer than now here.
         const sent: AdapterSent = { replica, adapter, count, at: Math.min(at, t) };
         for (const l of adapterListeners) l(sent);
+        heard++;
       }
+      if (heard > 0) o.heardAdapters?.(heard);
       return;
     }
     if (kind === 'r') {

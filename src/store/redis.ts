@@ -38,7 +38,7 @@ export interface RedisSessionStore extends SessionStore {
 }
 
 export const STORE_OPS = ['connect', 'subscribe', 'pin', 'refresh', 'unpin', 'lookup', 'resync', 'gap_resync', 'fetch', 'drain', 'announce'] as const;
-export const STORE_EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost', 'refresh_moved', 'gap_resyncs', 'gap_corrected', 'fetched', 'fetch_missed', 'turns_announced', 'adapter_requests_announced', 'activity_malformed'] as const;
+export const STORE_EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost', 'refresh_moved', 'gap_resyncs', 'gap_corrected', 'fetched', 'fetch_missed', 'turns_announced', 'adapter_requests_announced', 'adapter_requests_heard', 'activity_malformed'] as const;
 type Op = (typeof STORE_OPS)[number];
 type Event = (typeof STORE_EVENTS)[number];
 type Conn = 'main' | 'sub';
@@ -286,6 +286,7 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
     failed: (e) => failed('main', 'announce', e),
     sent: (n) => metrics.storeEvents.inc({ store, event: 'turns_announced' }, n),
     sentAdapters: (n) => metrics.storeEvents.inc({ store, event: 'adapter_requests_announced' }, n),
+    heardAdapters: (n) => metrics.storeEvents.inc({ store, event: 'adapter_requests_heard' }, n),
     malformed: () => count('activity_malformed'),
   }) : null;
 

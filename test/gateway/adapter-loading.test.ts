@@ -8,6 +8,7 @@ import { startReplica, type SimReplica } from '../../bench/sim/index.js';
 import { FAST } from '../sim/helpers.js';
 import { accessLines, chatModel, startGateway, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
+import { startRedis, type RedisChild } from '../store/redis-server.js';
 
 const BASE = 'base-m';
 // Adapters on this host's disk: the simulated replica, like vLLM, loads a path only if it is there.
@@ -234,6 +235,45 @@ describe('adapters loaded on demand: bounds and failures', () => {
     assert.equal(res.json.error.param, 'model');
     assert.equal(r.loraCalls().load, 0);
     assert.equal(counter(await metricsText(g), 'warmroute_adapter_loads_total', 'outcome="no_replica"'), 1);
+  });
+});
+
+describe('adapters loaded on demand: two gateways on one Redis', () => {
+  let redis: RedisChild;
+  let r: SimReplica;
+  const gateways: TestGateway[] = [];
+  before(async () => {
+    redis = await startRedis();
+    r = await startReplica({ ...LORA, name: 'r1', maxLoras: 4, loraLoadMs: 10, stepBaseMs: 5 });
+  });
+  after(async () => {
+    for (const g of gateways) await g.close();
+    await r.close();
+    await redis.kill();
+  });
+
+  it('the least recently used adapter is the fleet’s: one another gateway just used is not the one unloaded', async () => {
+    const config = { upstreams: [{ name: 'r1', url: r.url }], health: { statsIntervalMs: 50 }, redis: { url: redis.url }, adapters: { sources: { a: path('la'), b: path('lb'), c: path('lc') }, maxLoadedPerReplica: 2 } };
+    const ga = await startGateway([], config);
+    gateways.push(ga);
+    const gb = await startGateway([], config);
+    gateways.push(gb);
+    await scraped(ga);
+    await scraped(gb);
+    assert.equal((await chat(ga, 'a')).status, 200);
+    assert.equal((await chat(ga, 'b')).status, 200);
+    // a again, through the other gateway: loaded already, served without a load, and the fleet's
+    // most recent use of an adapter on r1, which gateway a hears through Redis.
+    const heard = async () => counter(await metricsText(ga), 'warmroute_store_events_total', 'store="sessions",event="adapter_requests_heard"');
+    const before = await heard();
+    await waitFor('gateway b sees a loaded', async () => ((await replicasView(gb))[0].models as string[]).includes('a'), 5_000);
+    assert.equal((await chat(gb, 'a')).status, 200);
+    await waitFor('gateway a heard b’s request', async () => (await heard()) > before, 5_000);
+    // c needs room: by gateway a's own use a is the least recent, by the fleet's it is b.
+    assert.equal((await chat(ga, 'c')).status, 200);
+    assert.deepEqual([...(await replicasView(ga))[0].models].sort(), [BASE, 'a', 'c'].sort());
+    assert.ok(ga.logs.some((l) => l.msg.startsWith('adapter unloaded') && l.adapter === 'b'));
+    assert.equal(r.loraCalls().unload, 1);
   });
 });
 
