@@ -275,6 +275,33 @@ describe('adapters loaded on demand: two gateways on one Redis', () => {
     assert.ok(ga.logs.some((l) => l.msg.startsWith('adapter unloaded') && l.adapter === 'b'));
     assert.equal(r.loraCalls().unload, 1);
   });
+
+  it('a rotation of more adapters than the replicas hold, through both gateways two at a time: every request answered', async () => {
+    const r2 = await startReplica({ ...LORA, name: 'r2', maxLoras: 2, loraLoadMs: 10, stepBaseMs: 5 });
+    try {
+      const names = ['p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7'];
+      const config = {
+        upstreams: [{ name: 'r1', url: r.url }, { name: 'r2', url: r2.url }], health: { statsIntervalMs: 50 }, redis: { url: redis.url },
+        adapters: { sources: Object.fromEntries(names.map((n) => [n, path(n)])), maxLoadedPerReplica: 3 },
+      };
+      const gs = [await startGateway([], config), await startGateway([], config)];
+      gateways.push(...gs);
+      for (const g of gs) await scraped(g);
+      const failures: string[] = [];
+      const order = [...names, ...names, ...names];
+      for (let i = 0; i < order.length; i += 2) {
+        const got = await Promise.all([0, 1].map((k) => chat(gs[(i / 2 + k) % 2], order[i + k])));
+        got.forEach((x, k) => { if (x.status !== 200) failures.push(`${order[i + k]}: ${x.status} ${JSON.stringify(x.json).slice(0, 200)}`); });
+      }
+      assert.deepEqual(failures, []);
+      // Each gateway keeps maxLoadedPerReplica for the loads it makes: two loading on one replica at
+      // once can leave it over the bound until its next load (docs/adapters.md), so that is shown, not held.
+      const listed = async (g: TestGateway) => (await replicasView(g)).map((v) => (v.models as string[]).filter((m) => names.includes(m)).length);
+      process.stdout.write(`# adapters loaded per replica after the rotation (bound 3 per gateway): ${JSON.stringify(await listed(gs[0]))}\n`);
+    } finally {
+      await r2.close();
+    }
+  });
 });
 
 describe('adapters loaded on demand: a fleet of two base models', () => {
