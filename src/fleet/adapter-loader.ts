@@ -326,13 +326,14 @@ export function createAdapterLoader(deps: AdapterLoaderDeps): AdapterLoader {
       const r = registry.byName(replica);
       const out: ManagedAdapterView[] = [];
       for (const adapter of Object.keys(o.sources)) {
+        const used = lastUse(replica, adapter);
         const v = {
           adapter,
           loaded: r?.adapters.has(adapter) ?? false,
           loading: loading.has(key(replica, adapter)),
           unloading: unloading.has(key(replica, adapter)),
           inflight: inflight.get(replica)?.get(adapter) ?? 0,
-          lastUsedAt: lastUse(replica, adapter) > 0 ? new Date(lastUse(replica, adapter)).toISOString() : null,
+          lastUsedAt: used > 0 ? new Date(used).toISOString() : null,
         };
         if (v.loaded || v.loading || v.unloading || v.inflight > 0) out.push(v);
       }

@@ -15,9 +15,9 @@ export interface ActivityOptions {
   /** A batch went out with this many turns. */
   sent(turns: number): void;
   /** A batch went out with this many (replica, adapter) counts. */
-  sentAdapters?(entries: number): void;
+  sentAdapters(entries: number): void;
   /** Another gateway's batch came in with this many (replica, adapter) counts. */
-  heardAdapters?(entries: number): void;
+  heardAdapters(entries: number): void;
   /** A message on the channel that is not a batch of turns (another build, or garbage): skipped. */
   malformed(): void;
 }
@@ -44,6 +44,23 @@ type Wire = [string, string, string | null, number, number, number, string?];
 type AdapterWire = [string, string, number, number];
 
 /**
+ * Adds `sent` to a batch summed per replica and adapter (the count added, the later time kept),
+ * holding at most `max` pairs (past it the oldest goes). The Redis channel's batching, and the
+ * discrete-event run's (bench/scale/des/activity.ts).
+ */
+export function addAdapterSent(batch: Map<string, AdapterSent>, sent: AdapterSent, max: number): void {
+  // NUL between the names: neither a replica's name nor a model id holds one.
+  const k = `${sent.replica}\u0000${sent.adapter}`;
+  const queued = batch.get(k);
+  if (queued !== undefined) {
+    batch.set(k, { ...sent, count: queued.count + sent.count, at: Math.max(queued.at, sent.at) });
+    return;
+  }
+  if (batch.size >= max) batch.delete(batch.keys().next().value as string);
+  batch.set(k, sent);
+}
+
+/**
  * Each session's turns, shared between gateways by Redis pub/sub so that every gateway's working
  * set (routing/working-set.ts) counts every gateway's sessions. A pin is published when it moves;
  * a turn on an unmoved pin is not, so without this another gateway would see a session only as long
@@ -55,8 +72,7 @@ type AdapterWire = [string, string, number, number];
 export function createSessionActivity(o: ActivityOptions): SessionActivity {
   const pending = new Map<string, SessionTurn>();
   const listeners: ((turn: SessionTurn) => void)[] = [];
-  // Keyed by replica and adapter (NUL between: neither name holds one in a URL or a model id).
-  const pendingAdapters = new Map<string, { replica: string; adapter: string; count: number; at: number }>();
+  const pendingAdapters = new Map<string, AdapterSent>();
   const adapterListeners: ((sent: AdapterSent) => void)[] = [];
   const openedListeners: ((turn: TurnOpened) => void)[] = [];
   const calledListeners: ((call: TurnCall) => void)[] = [];
@@ -91,7 +107,7 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
         for (const l of adapterListeners) l(sent);
         heard++;
       }
-      if (heard > 0) o.heardAdapters?.(heard);
+      if (heard > 0) o.heardAdapters(heard);
       return;
     }
     if (kind === 'r') {
@@ -116,6 +132,11 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
   }
   let timer: NodeJS.Timeout | null = null;
   let closed = false;
+  /** What is queued goes at once (`now`), else with the next batch. */
+  const schedule = (now: boolean) => {
+    if (now) flush();
+    else if (timer === null) timer = setTimeout(flush, o.flushMs).unref();
+  };
 
   function flush() {
     if (timer !== null) clearTimeout(timer);
@@ -125,7 +146,7 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
       const wire: AdapterWire[] = [];
       for (const x of pendingAdapters.values()) wire.push([x.replica, x.adapter, x.count, x.at]);
       pendingAdapters.clear();
-      o.publish(`a|${o.instance}|${JSON.stringify(wire)}`).then(() => o.sentAdapters?.(wire.length), (e: unknown) => o.failed(e));
+      o.publish(`a|${o.instance}|${JSON.stringify(wire)}`).then(() => o.sentAdapters(wire.length), (e: unknown) => o.failed(e));
     }
     if (pending.size === 0) return;
     const wire: Wire[] = [];
@@ -142,22 +163,12 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
       // A later turn of the same session in the same batch keeps what the earlier one replaced.
       pending.set(turn.key, queued?.replaces !== undefined && turn.replaces === undefined ? { ...turn, replaces: queued.replaces } : turn);
       if (pending.size > o.maxPending) pending.delete(pending.keys().next().value as string);
-      if (now) flush();
-      else if (timer === null) timer = setTimeout(flush, o.flushMs).unref();
+      schedule(now);
     },
     announceAdapter(sent, now) {
       if (closed) return;
-      const k = `${sent.replica}\u0000${sent.adapter}`;
-      const queued = pendingAdapters.get(k);
-      if (queued === undefined) {
-        if (pendingAdapters.size >= o.maxPending) pendingAdapters.delete(pendingAdapters.keys().next().value as string);
-        pendingAdapters.set(k, { ...sent });
-      } else {
-        queued.count += sent.count;
-        queued.at = Math.max(queued.at, sent.at);
-      }
-      if (now) flush();
-      else if (timer === null) timer = setTimeout(flush, o.flushMs).unref();
+      addAdapterSent(pendingAdapters, sent, o.maxPending);
+      schedule(now);
     },
     onAdapterSent(listener) {
       adapterListeners.push(listener);

@@ -16,10 +16,6 @@ export const CONVERSATION_KEY = '\u0000conv:';
 
 export const isConversationKey = (key: string) => key.startsWith(CONVERSATION_KEY);
 
-/**
- * One turn of a session as every gateway's working set counts it: the replica serving it, its
- * agent (the chain link ending the prompt's shared part, routing/working-set.ts) and the tokens.
- */
 /** Requests for a LoRA adapter routed to a replica by one gateway: `count` of them, the last at `at` (wall ms). */
 export interface AdapterSent {
   readonly replica: string;
@@ -28,6 +24,10 @@ export interface AdapterSent {
   readonly at: number;
 }
 
+/**
+ * One turn of a session as every gateway's working set counts it: the replica serving it, its
+ * agent (the chain link ending the prompt's shared part, routing/working-set.ts) and the tokens.
+ */
 export interface SessionTurn {
   /** Session key, or a keyless conversation's placement key (as the working set counts it). */
   readonly key: string;

@@ -300,6 +300,9 @@ describe('adapters loaded on demand: two gateways on one Redis', () => {
         });
       }
       assert.deepEqual(failures, []);
+      // A race, not the rule: seen 0 times in 8 runs of this rotation (10 of 24 when each load
+      // trimmed the replica right after, a rule measured and left: docs/design-notes.md).
+      assert.ok(unloadedUnderfoot <= 2, `${unloadedUnderfoot} of ${order.length} requests met an adapter the other gateway had just unloaded`);
       process.stdout.write(`# requests sent for an adapter the other gateway had just unloaded: ${unloadedUnderfoot} of ${order.length}\n`);
       // Each gateway keeps maxLoadedPerReplica for the loads it makes: two loading on one replica at
       // once can leave it over the bound until its next load (docs/adapters.md), so that is shown, not held.

@@ -3,6 +3,7 @@
 // a fresh placement after one pub/sub hop, every other turn in the next batch (flushMs). Without it
 // the pods of a discrete-event run would share pins but not the fleet view placement reads.
 
+import { addAdapterSent } from '../../../src/store/redis-activity.js';
 import type { AdapterSent, SessionStore, SessionTurn } from '../../../src/store/types.js';
 import type { EngineClock } from '../../sim/engine.js';
 
@@ -50,9 +51,7 @@ export function createActivityBus(shared: SessionStore, clock: EngineClock, timi
       },
       onTurn(listener: (turn: SessionTurn) => void) { listeners.set(pod, listener); },
       announceAdapter(sent: AdapterSent, now: boolean) {
-        const k = `${sent.replica}\u0000${sent.adapter}`;
-        const q = pendingAdapters.get(k);
-        pendingAdapters.set(k, q === undefined ? sent : { ...sent, count: q.count + sent.count, at: Math.max(q.at, sent.at) });
+        addAdapterSent(pendingAdapters, sent, Number.POSITIVE_INFINITY);
         if (now) flush();
         else later();
       },
