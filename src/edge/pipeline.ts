@@ -261,7 +261,7 @@ export function createPipeline(deps: PipelineDeps): (req: IncomingMessage, res: 
   function forwardTo(x: InFlight, target: string, body: Buffer | null, decision: Decision, resumable: Record<string, unknown> | undefined, streamed: boolean) {
     x.target = target;
     x.body = body;
-    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, api: x.api, resumable, streamed, trace: x.trace, tools: x.tools, place: x.priority, adapterVersion: x.adapter?.requested != null ? x.identity!.model : null }, deps);
+    forward({ req: x.req, owner: x.owner, method: x.req.method ?? 'GET', target, body, identity: x.identity!, decision, clock: x.clock, draining: deps.draining, stripAuthorization: !keyring.open, api: x.api, resumable, streamed, trace: x.trace, tools: x.tools, place: x.priority, adapterVersion: x.adapter?.requested != null ? x.identity!.model : null, managedAdapter: deps.adapters?.manages(x.identity!.model) ? x.identity!.model : null }, deps);
   }
 
   function refusedForLoad(x: InFlight, e: unknown) {

@@ -52,6 +52,11 @@ export interface AdapterLoader {
    * when there was none to make); rejects with a 502 adapter_load_failed naming the replica's reason.
    */
   ensure(r: ReplicaState, adapter: string): Promise<AdapterChange | null>;
+  /**
+   * `r` answered 404 for `adapter`, routed there as loaded: its list is read again, and the
+   * adapter loaded there again unless the replica lists it (as ensure()). Warned about.
+   */
+  regain(r: ReplicaState, adapter: string): Promise<AdapterChange | null>;
   /** The exchanges' in-flight counts (upstream/exchange.ts holds them). */
   readonly holds: AdapterHolds;
   view(replica: string): readonly ManagedAdapterView[];
@@ -267,6 +272,16 @@ export function createAdapterLoader(deps: AdapterLoaderDeps): AdapterLoader {
     return { kind: 'load', replica: r.name, adapter, outcome, ms };
   }
 
+  function ensure(r: ReplicaState, adapter: string): Promise<AdapterChange | null> {
+    const k = key(r.name, adapter);
+    let p = loading.get(k);
+    if (p === undefined) {
+      p = load(r, adapter).finally(() => loading.delete(k));
+      loading.set(k, p);
+    }
+    return p;
+  }
+
   return {
     manages: (model): model is string => model !== null && Object.hasOwn(o.sources, model),
     loadable(model, replicas) {
@@ -299,14 +314,12 @@ export function createAdapterLoader(deps: AdapterLoaderDeps): AdapterLoader {
       // it where it is loaded while its traffic fits there and loads it on one more when not.
       return can;
     },
-    ensure(r, adapter) {
-      const k = key(r.name, adapter);
-      let p = loading.get(k);
-      if (p === undefined) {
-        p = load(r, adapter).finally(() => loading.delete(k));
-        loading.set(k, p);
-      }
-      return p;
+    ensure,
+    async regain(r, adapter) {
+      log.warn({ replica: r.name, adapter }, 'adapter gone from the replica it was routed to (unloaded by another gateway, or the replica restarted): loaded there again and the request sent again');
+      // The replica's own word wins over the view the 404 contradicted; without it, the 404's.
+      if (!(await readModels(r))) dropLocally(r, adapter);
+      return ensure(r, adapter);
     },
     holds: {
       hold(replica, adapter) {

@@ -4,7 +4,7 @@ import type { ReplicaState } from '../fleet/registry.js';
 import { createSplice } from '../stream/resume.js';
 import { createTap } from '../stream/tap.js';
 import { nowMs, serverTiming } from '../telemetry/hop-clock.js';
-import { ClientGone, RetryStatus } from './failures.js';
+import { AdapterGone, ClientGone, RetryStatus } from './failures.js';
 import type { ForwardDeps, ForwardRequest, Outcome } from './forward-request.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import type { ClientRelay } from './relay.js';
@@ -34,6 +34,8 @@ export interface AttemptHost {
   routeHeaders(): string[];
   /** The answering attempt wrote the client's response headers (a resumable stream starts its log). */
   answered(status: number): void;
+  /** Whether a 404 from a replica means its managed adapter is gone there, to be loaded again (once per exchange). */
+  regains404(): boolean;
   /** Called once per attempt, when it is over. */
   attemptEnded(a: Attempt, result: AttemptResult): void;
 }
@@ -160,6 +162,10 @@ export class AnswerAttempt extends Attempt {
     else deps.health.observe(this.replica, 'ok');
     if ((status === 502 || status === 503) && !this.isLast) {
       controller.abort(new RetryStatus(status));
+      return;
+    }
+    if (status === 404 && this.host.regains404()) {
+      controller.abort(new AdapterGone(this.replica.name, ex.managedAdapter!));
       return;
     }
     const h = clientResponseHeaders(headers as Record<string, string | string[] | undefined>);

@@ -8,8 +8,17 @@ export class RetryStatus extends Error {
   constructor(readonly status: number) { super(`replica answered ${status}`); }
 }
 
+/**
+ * The replica answered 404 for a managed adapter (adapters.sources) routed there as loaded: it no
+ * longer has it (another gateway unloaded it, or the replica restarted). Loaded there again and
+ * the request sent again, once.
+ */
+export class AdapterGone extends Error {
+  constructor(readonly replica: string, readonly adapter: string) { super(`replica ${replica} answered 404: adapter ${adapter} is not loaded there`); }
+}
+
 /** Every cause an attempt can fail with (the `cause` label of the retry and stream-error counters). */
-export const FAILURE_CAUSES = ['connect', 'connect_timeout', 'reset', 'status_502', 'status_503', 'headers_timeout', 'idle_timeout', 'malformed_response', 'queue_full', 'other'] as const;
+export const FAILURE_CAUSES = ['connect', 'connect_timeout', 'reset', 'status_502', 'status_503', 'headers_timeout', 'idle_timeout', 'malformed_response', 'queue_full', 'adapter_gone', 'other'] as const;
 
 export interface Failure {
   /** Bounded: a metric label. */
@@ -35,6 +44,7 @@ function codeOf(err: Error): string {
 
 export function failureOf(err: Error): Failure {
   if (err instanceof RetryStatus) return { cause: `status_${err.status}`, retry: true, down: false };
+  if (err instanceof AdapterGone) return { cause: 'adapter_gone', retry: true, down: false };
   const code = codeOf(err);
   if (UNREACHABLE.has(code)) return { cause: 'connect', retry: true, down: true };
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return { cause: 'connect_timeout', retry: true, down: true };

@@ -14,6 +14,7 @@ import type { ToolCallEnd, ToolWatchMode } from '../stream/tool-calls.js';
 import type { HopClock } from '../telemetry/hop-clock.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { ExchangeOwner } from './exchange.js';
+import type { AdapterChange } from '../fleet/adapter-loader.js';
 
 /** What forwarding needs of the gateway, what one request brings to it, and how it ends. */
 
@@ -24,6 +25,8 @@ export interface ForwardDeps {
   readonly metrics: Metrics;
   readonly config: ResolvedConfig;
   byName(name: string): ReplicaState | undefined;
+  /** On-demand adapters (fleet/adapter-loader.ts): what brings back one a replica no longer has. */
+  readonly adapters?: { regain(r: ReplicaState, adapter: string): Promise<AdapterChange | null> };
 }
 
 /** One client request on its way through the gateway. */
@@ -59,6 +62,8 @@ export interface ForwardRequest {
   readonly place?: QueuePlace | null;
   /** The adapter version chosen for the client's model name (adapters.versions): x-warmroute-adapter-version. */
   readonly adapterVersion?: string | null;
+  /** The request's model when it is an adapter the gateway loads on demand (adapters.sources). */
+  readonly managedAdapter?: string | null;
 }
 
 /** How an exchange ended, for the access line, the metrics and the router. */

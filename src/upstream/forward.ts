@@ -6,7 +6,7 @@ import { continuationBody, createResumeLog, type ResumeLog } from '../stream/res
 import type { Tap } from '../stream/tap.js';
 import { nowMs } from '../telemetry/hop-clock.js';
 import { AnswerAttempt, ContinuationAttempt, type Attempt, type AttemptHost, type AttemptResult } from './attempt.js';
-import { failureOf } from './failures.js';
+import { AdapterGone, failureOf } from './failures.js';
 import type { Ending, ForwardDeps, ForwardRequest, Outcome } from './forward-request.js';
 import { ClientRelay } from './relay.js';
 
@@ -35,6 +35,8 @@ class Forwarding implements AttemptHost {
   /** A stream that broke off and is being continued: the error the client gets should the continuation fail too. */
   private broken: WarmrouteError | null = null;
   private readonly maxAttempts: number;
+  /** A managed adapter gone from its replica was loaded there again: at most once per exchange. */
+  private regained = false;
 
   constructor(readonly ex: ForwardRequest, readonly deps: ForwardDeps) {
     const { decision, owner } = ex;
@@ -92,6 +94,10 @@ class Forwarding implements AttemptHost {
       () => { owner.waiting(null); if (owner.holdReplica(r, prefill)) go(); },
       (e: unknown) => { owner.waiting(null); if (!owner.ended) refused(e); },
     );
+  }
+
+  regains404(): boolean {
+    return !this.regained && this.ex.managedAdapter != null && this.deps.adapters !== undefined;
   }
 
   attemptEnded(a: Attempt, result: AttemptResult): void {
@@ -162,6 +168,7 @@ class Forwarding implements AttemptHost {
     // A non-streamed generation that outlasts its bound is a long answer, not a sick replica.
     else if (cause === 'headers_timeout' && ex.streamed) deps.health.observe(r, 'timeout', err.message);
     ex.owner.releaseReplica();
+    if (err instanceof AdapterGone) return this.regain(a, err);
     if (retry && !a.isLast) {
       deps.metrics.retries.inc({ replica: r.name, cause });
       return this.next(a.index + 1);
@@ -170,6 +177,28 @@ class Forwarding implements AttemptHost {
     if (cause === 'headers_timeout') return this.fail(errors.upstreamTimeout([r.name, ex.streamed ? t.headersMs : t.unstreamedHeadersMs]));
     if (isWarmrouteError(err)) return this.fail(err);
     this.fail(errors.upstreamUnavailable([r.name, cause === 'other' ? 'the request could not be sent' : cause.replaceAll('_', ' ')]));
+  }
+
+  /**
+   * The replica no longer has the managed adapter it was routed to as loaded (another gateway
+   * unloaded it, or it restarted): loaded there again, then the request sent there again, counted
+   * as a retry with cause adapter_gone. A load that fails is the usual 502 adapter_load_failed.
+   */
+  private regain(a: AnswerAttempt, gone: AdapterGone): void {
+    const { ex, deps, out } = this;
+    this.regained = true;
+    const r = a.replica;
+    deps.metrics.retries.inc({ replica: r.name, cause: 'adapter_gone' });
+    deps.adapters!.regain(r, gone.adapter).then((change) => {
+      if (change !== null) ex.trace?.adapterLoaded(change.replica, change.adapter, change.outcome, change.ms, nowMs());
+      if (ex.owner.ended) return;
+      this.admitted(r, () => {
+        out.attempts++;
+        new AnswerAttempt(this, r, a.index, a.isLast).dispatch();
+      }, (e) => this.shed(e, a.index));
+    }, (e: unknown) => {
+      if (!ex.owner.ended) this.fail(toWarmrouteError(e));
+    });
   }
 
   private failedMidStream(a: Attempt, err: Error): void {

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
 import { startReplica, type SimReplica } from '../../bench/sim/index.js';
 import { FAST } from '../sim/helpers.js';
-import { accessLines, chatModel, startGateway, type TestGateway } from '../helpers/gateway.js';
+import { accessLines, chatModel, startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
 import { waitFor } from '../helpers/wait.js';
 import { startRedis, type RedisChild } from '../store/redis-server.js';
 
@@ -226,6 +226,33 @@ describe('adapters loaded on demand: bounds and failures', () => {
     assert.equal(r.loraCalls().load, 1);
   });
 
+  it('an adapter unloaded under the gateway (another gateway’s unload) is loaded there again and the request sent again, once', async () => {
+    const r = await startReplica({ ...LORA, name: 'r1', loraLoadMs: 10, stepBaseMs: 5 });
+    started.push(r);
+    // Checks far apart: the gateway's list of the replica's adapters stays as it was until the 404.
+    const g = await startGateway([], { upstreams: [{ name: 'r1', url: r.url }], health: { statsIntervalMs: 50, probeIntervalMs: 60_000 }, adapters: { sources: { gone: path('gone') } } });
+    gateways.push(g);
+    await scraped(g);
+    assert.equal((await chat(g, 'gone')).status, 200);
+    const unloaded = await request(`${r.url}/v1/unload_lora_adapter`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ lora_name: 'gone' }) });
+    assert.equal(unloaded.statusCode, 200);
+    await unloaded.body.text();
+    assert.ok((await replicasView(g))[0].adapters.gone !== undefined, 'the gateway still believes it loaded');
+    const res = await chat(g, 'gone');
+    assert.equal(res.status, 200, JSON.stringify(res.json));
+    assert.equal(r.loraCalls().load, 2);
+    const text = await metricsText(g);
+    assert.equal(counter(text, 'warmroute_upstream_retries_total', 'replica="r1",cause="adapter_gone"'), 1);
+    assert.equal(counter(text, 'warmroute_adapter_loads_total', 'outcome="loaded"'), 2);
+    assert.ok(g.logs.some((l) => l.level === 40 && l.msg.startsWith('adapter gone from the replica') && l.adapter === 'gone'));
+    const line = (await waitForAccess(g, (ls) => ls.filter((l) => l.model === 'gone').length === 2)).filter((l) => l.model === 'gone')[1];
+    assert.equal(line.attempts, 2);
+    assert.equal(line.status, 200);
+    // A model the gateway does not manage keeps the replica's 404, with no load and no retry.
+    assert.equal((await chat(g, 'nobody-serves-this')).status, 404);
+    assert.equal(r.loraCalls().load, 2);
+  });
+
   it('an adapter no replica can load (none has LoRA enabled) is a 503 adapter_unavailable', async () => {
     const { r, g } = await fleet({ maxLoras: 0 }, { sources: { z: path('z') } });
     await waitFor('scraped', async () => (await replicasView(g))[0].lastScrapeAt !== null, 5_000);
@@ -276,7 +303,7 @@ describe('adapters loaded on demand: two gateways on one Redis', () => {
     assert.equal(r.loraCalls().unload, 1);
   });
 
-  it('a rotation of more adapters than the replicas hold, through both gateways two at a time: every request answered, or the replica’s 404 of the unload race', async () => {
+  it('a rotation of more adapters than the replicas hold, through both gateways two at a time: every request answered, the unload race included', async () => {
     const r2 = await startReplica({ ...LORA, name: 'r2', maxLoras: 2, loraLoadMs: 10, stepBaseMs: 5 });
     try {
       const names = ['p0', 'p1', 'p2', 'p3', 'p4', 'p5', 'p6', 'p7'];
@@ -288,22 +315,19 @@ describe('adapters loaded on demand: two gateways on one Redis', () => {
       gateways.push(...gs);
       for (const g of gs) await scraped(g);
       const failures: string[] = [];
-      let unloadedUnderfoot = 0;
       const order = [...names, ...names, ...names];
       for (let i = 0; i < order.length; i += 2) {
         const got = await Promise.all([0, 1].map((k) => chat(gs[(i / 2 + k) % 2], order[i + k])));
         got.forEach((x, k) => {
-          if (x.status === 200) return;
-          // The race docs/adapters.md names: sent for an adapter the other gateway has just unloaded there.
-          if (x.status === 404 && /does not exist/.test(JSON.stringify(x.json))) unloadedUnderfoot++;
-          else failures.push(`${order[i + k]}: ${x.status} ${JSON.stringify(x.json).slice(0, 200)}`);
+          if (x.status !== 200) failures.push(`${order[i + k]}: ${x.status} ${JSON.stringify(x.json).slice(0, 200)}`);
         });
       }
+      // A request sent for an adapter the other gateway has just unloaded there (the race
+      // docs/adapters.md names) is loaded again and sent again: no client sees the replica's 404.
       assert.deepEqual(failures, []);
-      // A race, not the rule: seen 0 times in 8 runs of this rotation (10 of 24 when each load
-      // trimmed the replica right after, a rule measured and left: docs/design-notes.md).
-      assert.ok(unloadedUnderfoot <= 2, `${unloadedUnderfoot} of ${order.length} requests met an adapter the other gateway had just unloaded`);
-      process.stdout.write(`# requests sent for an adapter the other gateway had just unloaded: ${unloadedUnderfoot} of ${order.length}\n`);
+      let regained = 0;
+      for (const g of gs) for (const m of (await metricsText(g)).matchAll(/^warmroute_upstream_retries_total\{replica="r\d",cause="adapter_gone"\} (\S+)$/gm)) regained += Number(m[1]);
+      process.stdout.write(`# requests sent for an adapter the other gateway had just unloaded, loaded again and answered: ${regained} of ${order.length}\n`);
       // Each gateway keeps maxLoadedPerReplica for the loads it makes: two loading on one replica at
       // once can leave it over the bound until its next load (docs/adapters.md), so that is shown, not held.
       const listed = async (g: TestGateway) => (await replicasView(g)).map((v) => (v.models as string[]).filter((m) => names.includes(m)).length);

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { failureOf, RetryStatus } from '../../src/upstream/failures.js';
+import { AdapterGone, failureOf, RetryStatus } from '../../src/upstream/failures.js';
 
 describe('upstream failure causes', () => {
   const err = (code: string) => Object.assign(new Error(code), { code });
@@ -10,6 +10,7 @@ describe('upstream failure causes', () => {
     [err('ECONNRESET'), { cause: 'reset', retry: true, down: false }],
     [err('UND_ERR_SOCKET'), { cause: 'reset', retry: true, down: false }],
     [new RetryStatus(503), { cause: 'status_503', retry: true, down: false }],
+    [new AdapterGone('r1', 'a'), { cause: 'adapter_gone', retry: true, down: false }],
     [err('UND_ERR_HEADERS_TIMEOUT'), { cause: 'headers_timeout', retry: false, down: false }],
     [err('UND_ERR_BODY_TIMEOUT'), { cause: 'idle_timeout', retry: false, down: false }],
     [Object.assign(new Error('Response does not match the HTTP/1.1 protocol'), { name: 'HTTPParserError' }), { cause: 'malformed_response', retry: true, down: false }],
