@@ -18,6 +18,8 @@ import type { AddressResolver } from './fleet/discovery.js';
 import { createFleet, type Fleet } from './fleet/fleet.js';
 import { createAdapterDirectory, mergedSources } from './fleet/adapter-directory.js';
 import { createAdapterLoader } from './fleet/adapter-loader.js';
+import { sharePeerInflight } from './fleet/peer-inflight.js';
+import { ACTIVITY_FLUSH_MS } from './store/redis-activity.js';
 import type { Health } from './fleet/health.js';
 import { createRegistry, type Registry } from './fleet/registry.js';
 import { identityOptionsOf } from './identify/identity.js';
@@ -126,6 +128,14 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
   const admission = createAdmission(admissionLimitsOf(config), (replica) => metrics.batchPrefillWaits.inc({ replica }));
   const fleet = createFleet({ config, registry, router, store, agent, metrics, log, resolver: deps.resolver, forgetAdmission: admission.forget });
   const { health } = fleet;
+  // Every gateway's open requests in every gateway's load bounds, when they share a store.
+  const announceInflight = store.announceInflight?.bind(store);
+  const onPeerInflight = store.onPeerInflight?.bind(store);
+  const peerInflight = announceInflight && onPeerInflight ? sharePeerInflight({
+    store: { announceInflight, onPeerInflight }, own: () => registry.replicas, now: Date.now, intervalMs: ACTIVITY_FLUSH_MS,
+    apply: (name, n) => { const r = registry.byName(name); if (r !== undefined) r.peerInflight = n; },
+    later: (fn, ms) => void setTimeout(fn, ms).unref(),
+  }) : null;
   const adapters = createAdapterLoader({ registry, agent, metrics, log, options: config.adapters, readModels: (r) => health.readModels(r), sentAt: (replica, adapter) => router.adapterSentAt(replica, adapter) });
   // adapters.directory's adapters join adapters.sources in the loader as they are listed.
   let adaptersConfig = config.adapters;
@@ -269,6 +279,7 @@ export function buildGateway(config: ResolvedConfig, deps: GatewayDeps = {}): Ga
       await closed;
       await admin.close();
       await agent.close().catch(() => agent.destroy());
+      peerInflight?.close();
       await Promise.all([store.close(), responseStore.close(), versionStore.close(), shared?.close()]);
       keyring.close();
       directory.stop();

@@ -154,6 +154,7 @@ export function buildAdmin(deps: AdminDeps): FastifyInstance {
         state: stateOf(r, now),
         source: r.source.kind,
         inflight: r.inflight,
+        peerInflight: r.peerInflight,
         sessionsPinned: pins.get(r.name) ?? 0,
         waiting: r.waiting,
         running: r.running,

@@ -42,6 +42,7 @@ export interface ReplicaState extends ReplicaView {
   up: boolean;
   draining: boolean;
   inflight: number;
+  peerInflight: number;
   models: Set<string> | null;
   /** The replica's /v1/models entries, served (merged) on the gateway's /v1/models. */
   modelEntries: unknown[];
@@ -103,6 +104,7 @@ export function newReplica(u: UpstreamConfig, source: ReplicaSource): ReplicaSta
     up: true,
     draining: false,
     inflight: 0,
+    peerInflight: 0,
     models: null,
     modelEntries: [],
     adapters: new Map(),

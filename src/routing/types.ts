@@ -42,6 +42,11 @@ export interface ReplicaView {
   readonly draining: boolean;
   /** Requests this gateway has open on the replica. */
   readonly inflight: number;
+  /**
+   * Requests the other gateways sharing this one's store have open on it, as they last told
+   * (fleet/peer-inflight.ts, every batch interval); absent or 0 without a shared store.
+   */
+  readonly peerInflight?: number;
   /** Models the replica serves, from its /v1/models; null until learned (then it is not filtered). */
   readonly models: ReadonlySet<string> | null;
   /** From the replica's /metrics (vllm:num_requests_waiting / _running / kv_cache_usage_perc); 0 when unknown. */

@@ -1,4 +1,7 @@
-import type { AdapterSent, SessionTurn, TurnCall, TurnChannel, TurnOpened, TurnResponse } from './types.js';
+import type { AdapterSent, PeerInflight, SessionTurn, TurnCall, TurnChannel, TurnOpened, TurnResponse } from './types.js';
+
+/** How often a gateway sends what it batched on the activity channel: the shared fleet view's staleness bound. */
+export const ACTIVITY_FLUSH_MS = 100;
 
 export interface ActivityOptions {
   /** Sends one message on the activity channel; rejects when Redis cannot take it. */
@@ -18,6 +21,10 @@ export interface ActivityOptions {
   sentAdapters(entries: number): void;
   /** Another gateway's batch came in with this many (replica, adapter) counts. */
   heardAdapters(entries: number): void;
+  /** This gateway's open requests went out (one message). */
+  sentInflight(): void;
+  /** Another gateway's open requests came in (one message). */
+  heardInflight(): void;
   /** A message on the channel that is not a batch of turns (another build, or garbage): skipped. */
   malformed(): void;
 }
@@ -31,6 +38,9 @@ export interface SessionActivity {
   /** Queues requests for a LoRA adapter routed to a replica, summed per (replica, adapter) until the batch goes; `now` sends at once. */
   announceAdapter(sent: AdapterSent, now: boolean): void;
   onAdapterSent(listener: (sent: AdapterSent) => void): void;
+  /** Sends this gateway's open requests per replica at once (fleet/peer-inflight.ts paces the calls). */
+  announceInflight(counts: ReadonlyMap<string, number>): void;
+  onPeerInflight(listener: (peer: PeerInflight) => void): void;
   /** Caller turns (record/turns.ts) on the same channel: an opened turn, a served call and a relayed response's session, each sent at once. */
   readonly turns: TurnChannel;
   close(): void;
@@ -42,6 +52,9 @@ type Wire = [string, string, string | null, number, number, number, string?];
 // `a|<instance>|` + a JSON array of [replica, adapter, count, at]: a kind of its own, so that a
 // gateway of an earlier build skips it (counted as malformed there) and keeps every turn.
 type AdapterWire = [string, string, number, number];
+// `f|<instance>|` + a JSON array of [replica, open requests], the replicas with none left out: the
+// whole of what the gateway has open each time, so a message lost costs nothing past the next one.
+type InflightWire = [string, number];
 
 /**
  * Adds `sent` to a batch summed per replica and adapter (the count added, the later time kept),
@@ -74,6 +87,7 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
   const listeners: ((turn: SessionTurn) => void)[] = [];
   const pendingAdapters = new Map<string, AdapterSent>();
   const adapterListeners: ((sent: AdapterSent) => void)[] = [];
+  const inflightListeners: ((peer: PeerInflight) => void)[] = [];
   const openedListeners: ((turn: TurnOpened) => void)[] = [];
   const calledListeners: ((call: TurnCall) => void)[] = [];
   const respondedListeners: ((response: TurnResponse) => void)[] = [];
@@ -108,6 +122,18 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
         heard++;
       }
       if (heard > 0) o.heardAdapters(heard);
+      return;
+    }
+    if (kind === 'f') {
+      if (!Array.isArray(w)) return o.malformed();
+      const counts = new Map<string, number>();
+      for (const x of w as unknown[]) {
+        if (!Array.isArray(x) || x.length !== 2 || typeof x[0] !== 'string' || !Number.isInteger(x[1]) || (x[1] as number) <= 0) return o.malformed();
+        const [replica, n] = x as InflightWire;
+        counts.set(replica, n);
+      }
+      o.heardInflight();
+      for (const l of inflightListeners) l({ instance: from, counts });
       return;
     }
     if (kind === 'r') {
@@ -173,12 +199,21 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
     onAdapterSent(listener) {
       adapterListeners.push(listener);
     },
+    announceInflight(counts) {
+      if (closed) return;
+      const wire: InflightWire[] = [];
+      for (const [replica, n] of counts) if (n > 0) wire.push([replica, n]);
+      o.publish(`f|${o.instance}|${JSON.stringify(wire)}`).then(() => o.sentInflight(), (e: unknown) => o.failed(e));
+    },
+    onPeerInflight(listener) {
+      inflightListeners.push(listener);
+    },
     receive(message) {
       const bar = message.indexOf('|', 2);
       if (message[1] !== '|' || bar < 0) return o.malformed();
       const from = message.slice(2, bar);
       if (from === o.instance) return;
-      if (message[0] === 'o' || message[0] === 'c' || message[0] === 'r' || message[0] === 'a') return receiveTurns(message[0], from, message.slice(bar + 1));
+      if (message[0] === 'o' || message[0] === 'c' || message[0] === 'r' || message[0] === 'a' || message[0] === 'f') return receiveTurns(message[0], from, message.slice(bar + 1));
       if (message[0] !== 't') return o.malformed();
       let wire: unknown;
       try {

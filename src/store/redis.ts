@@ -3,7 +3,7 @@ import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Metrics } from '../telemetry/metrics.js';
 import { createMemorySessionStore } from './memory.js';
-import { createSessionActivity } from './redis-activity.js';
+import { ACTIVITY_FLUSH_MS, createSessionActivity } from './redis-activity.js';
 import { redisTarget } from './redis-connect.js';
 import { newerPin, PLACE, REFRESH, splitN } from './redis-scripts.js';
 import type { Fetched, SessionStore } from './types.js';
@@ -38,7 +38,7 @@ export interface RedisSessionStore extends SessionStore {
 }
 
 export const STORE_OPS = ['connect', 'subscribe', 'pin', 'refresh', 'unpin', 'lookup', 'resync', 'gap_resync', 'fetch', 'drain', 'announce'] as const;
-export const STORE_EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost', 'refresh_moved', 'gap_resyncs', 'gap_corrected', 'fetched', 'fetch_missed', 'turns_announced', 'adapter_requests_announced', 'adapter_requests_heard', 'activity_malformed'] as const;
+export const STORE_EVENTS = ['published', 'refreshed', 'applied', 'filled', 'lookup_dropped', 'resynced', 'lost', 'refresh_moved', 'gap_resyncs', 'gap_corrected', 'fetched', 'fetch_missed', 'turns_announced', 'adapter_requests_announced', 'adapter_requests_heard', 'inflight_announced', 'inflight_heard', 'activity_malformed'] as const;
 type Op = (typeof STORE_OPS)[number];
 type Event = (typeof STORE_EVENTS)[number];
 type Conn = 'main' | 'sub';
@@ -281,12 +281,14 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
 
   // Only the sessions store announces turns (the responses store's records have no working set).
   const activity = store === 'sessions' ? createSessionActivity({
-    instance, now, flushMs: opts.activityFlushMs ?? 100, maxPending: opts.maxSessions,
+    instance, now, flushMs: opts.activityFlushMs ?? ACTIVITY_FLUSH_MS, maxPending: opts.maxSessions,
     publish: (m) => (main.status === 'ready' ? main.publish(activityChannel, m) : Promise.reject(new Error(`connection ${main.status}`))),
     failed: (e) => failed('main', 'announce', e),
     sent: (n) => metrics.storeEvents.inc({ store, event: 'turns_announced' }, n),
     sentAdapters: (n) => metrics.storeEvents.inc({ store, event: 'adapter_requests_announced' }, n),
     heardAdapters: (n) => metrics.storeEvents.inc({ store, event: 'adapter_requests_heard' }, n),
+    sentInflight: () => metrics.storeEvents.inc({ store, event: 'inflight_announced' }),
+    heardInflight: () => metrics.storeEvents.inc({ store, event: 'inflight_heard' }),
     malformed: () => count('activity_malformed'),
   }) : null;
 
@@ -392,6 +394,8 @@ export function createRedisSessionStore(opts: RedisStoreOptions): RedisSessionSt
       onTurn: (listener) => activity.onTurn(listener),
       announceAdapter: (sent, at) => activity.announceAdapter(sent, at),
       onAdapterSent: (listener) => activity.onAdapterSent(listener),
+      announceInflight: (counts) => activity.announceInflight(counts),
+      onPeerInflight: (listener) => activity.onPeerInflight(listener),
       turns: activity.turns,
     }),
     async ready() {

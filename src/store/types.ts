@@ -24,6 +24,12 @@ export interface AdapterSent {
   readonly at: number;
 }
 
+/** Another gateway's open requests per replica (replicas it has none on are absent), as it last told them. */
+export interface PeerInflight {
+  readonly instance: string;
+  readonly counts: ReadonlyMap<string, number>;
+}
+
 /**
  * One turn of a session as every gateway's working set counts it: the replica serving it, its
  * agent (the chain link ending the prompt's shared part, routing/working-set.ts) and the tokens.
@@ -133,6 +139,14 @@ export interface SessionStore {
   announceAdapter?(sent: AdapterSent, now: boolean): void;
   /** Adapter requests other gateways announced, as they arrive. */
   onAdapterSent?(listener: (sent: AdapterSent) => void): void;
+  /**
+   * A shared store tells every other gateway how many requests this one has open on each replica
+   * (sent at once: fleet/peer-inflight.ts paces it), so that every gateway's load bounds count
+   * every gateway's requests. Absent for local-only stores.
+   */
+  announceInflight?(counts: ReadonlyMap<string, number>): void;
+  /** Other gateways' open requests, each time one tells them. */
+  onPeerInflight?(listener: (peer: PeerInflight) => void): void;
   /** Caller turns shared with the other gateways (record/turns.ts); absent for local-only stores. */
   readonly turns?: TurnChannel;
   /** Resolves once a shared store is connected; absent for local-only stores. */

@@ -21,6 +21,7 @@ test('the activity channel sends a batch of adapter requests as one message the 
     publish: async (m) => { published.push(m); },
     failed: () => {}, sent: () => {},
     sentAdapters: (n) => { counts.sent += n; }, heardAdapters: (n) => { counts.heard += n; }, malformed: () => { counts.malformed++; },
+    sentInflight: () => {}, heardInflight: () => {},
   });
   const a = make('ga');
   const b = make('gb');

@@ -3,8 +3,8 @@
 // a fresh placement after one pub/sub hop, every other turn in the next batch (flushMs). Without it
 // the pods of a discrete-event run would share pins but not the fleet view placement reads.
 
-import { addAdapterSent } from '../../../src/store/redis-activity.js';
-import type { AdapterSent, SessionStore, SessionTurn } from '../../../src/store/types.js';
+import { ACTIVITY_FLUSH_MS, addAdapterSent } from '../../../src/store/redis-activity.js';
+import type { AdapterSent, PeerInflight, SessionStore, SessionTurn } from '../../../src/store/types.js';
 import type { EngineClock } from '../../sim/engine.js';
 
 export interface ActivityTiming {
@@ -14,12 +14,13 @@ export interface ActivityTiming {
   readonly flushMs: number;
 }
 
-export const ACTIVITY_TIMING: ActivityTiming = { hopMs: 1, flushMs: 100 };
+export const ACTIVITY_TIMING: ActivityTiming = { hopMs: 1, flushMs: ACTIVITY_FLUSH_MS };
 
 /** One store view per pod over one shared store, their turns told to each other in virtual time. */
 export function createActivityBus(shared: SessionStore, clock: EngineClock, timing: ActivityTiming = ACTIVITY_TIMING): (pod: number) => SessionStore {
   const listeners = new Map<number, (turn: SessionTurn) => void>();
   const adapterListeners = new Map<number, (sent: AdapterSent) => void>();
+  const inflightListeners = new Map<number, (peer: PeerInflight) => void>();
   const deliver = (from: number, turns: readonly SessionTurn[]) => clock.setTimeout(() => {
     for (const [pod, listen] of listeners) if (pod !== from) for (const t of turns) listen(t);
   }, timing.hopMs);
@@ -56,6 +57,12 @@ export function createActivityBus(shared: SessionStore, clock: EngineClock, timi
         else later();
       },
       onAdapterSent(listener: (sent: AdapterSent) => void) { adapterListeners.set(pod, listener); },
+      // Sent at once, as the Redis store does (the caller paces it: fleet/peer-inflight.ts).
+      announceInflight(counts: ReadonlyMap<string, number>) {
+        const peer: PeerInflight = { instance: `pod-${pod}`, counts: new Map(counts) };
+        clock.setTimeout(() => { for (const [p, listen] of inflightListeners) if (p !== pod) listen(peer); }, timing.hopMs);
+      },
+      onPeerInflight(listener: (peer: PeerInflight) => void) { inflightListeners.set(pod, listener); },
     });
   };
 }

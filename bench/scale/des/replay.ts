@@ -9,7 +9,7 @@ import { DEFAULT_IDENTITY_OPTIONS, identify, type RequestIdentity } from '../../
 import type { ReplicaView, Router, ServedOutcome } from '../../../src/routing/types.js';
 
 /** The figures of a replica view a decision reads that change during a run. */
-const FIELDS = 4;
+const FIELDS = 5;
 
 export interface ReplayLog {
   /** One entry per call, in call order. */
@@ -29,6 +29,7 @@ export function loadOf(views: readonly ReplicaView[]): Float64Array {
     a[i * FIELDS + 1] = v.waiting;
     a[i * FIELDS + 2] = v.running;
     a[i * FIELDS + 3] = v.kvUsage;
+    a[i * FIELDS + 4] = v.peerInflight ?? 0;
   });
   return a;
 }
@@ -62,6 +63,7 @@ export function replayCpuMsPerRequest(log: ReplayLog, views: () => MutableView[]
           vs[i].waiting = a[i * FIELDS + 1];
           vs[i].running = a[i * FIELDS + 2];
           vs[i].kvUsage = a[i * FIELDS + 3];
+          vs[i].peerInflight = a[i * FIELDS + 4];
         }
         const identity = identify('chat', c.body as Record<string, unknown>, c.headers, DEFAULT_IDENTITY_OPTIONS);
         identities.push(identity);

@@ -18,6 +18,8 @@ import { createRouter } from '../../../src/routing/router.js';
 import type { LoraSlots, ReplicaView, Router, ServedOutcome } from '../../../src/routing/types.js';
 import { createMemorySessionStore } from '../../../src/store/memory.js';
 import { createActivityBus } from './activity.js';
+import { sharePeerInflight, type PeerInflightShare } from '../../../src/fleet/peer-inflight.js';
+import { ACTIVITY_FLUSH_MS } from '../../../src/store/redis-activity.js';
 import { RATIO_SAMPLE } from '../../../src/fleet/token-ratio.js';
 import { pushText } from '../../sim/tokenizer.js';
 import type { Exchange } from '../../voice/client.js';
@@ -88,10 +90,10 @@ export interface DesRun {
 
 const WALL_EPOCH = Date.UTC(2026, 0, 1);
 
-type DesView = ReplicaView & { inflight: number; waiting: number; running: number; kvUsage: number; lora: LoraSlots | null; lastScrapeAt: number | null };
+type DesView = ReplicaView & { inflight: number; peerInflight: number; waiting: number; running: number; kvUsage: number; lora: LoraSlots | null; lastScrapeAt: number | null };
 
 function viewOf(name: string, capacityTokens: number, adapters?: ReadonlyMap<string, string>): DesView {
-  return { name, weight: 1, up: true, draining: false, inflight: 0, models: null, waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: capacityTokens, adapters, lora: null, lastScrapeAt: null };
+  return { name, weight: 1, up: true, draining: false, inflight: 0, peerInflight: 0, models: null, waiting: 0, running: 0, kvUsage: 0, kvCapacityTokens: capacityTokens, adapters, lora: null, lastScrapeAt: null };
 }
 
 export function runDes(o: DesOptions): DesRun {
@@ -154,11 +156,24 @@ export function runDes(o: DesOptions): DesRun {
     if (active > 0) clock.setTimeout(scrape, o.statsIntervalMs);
   };
   scrape();
+  // Each pod's open requests told to the others every batch interval, as gateways sharing one
+  // redis-server do (fleet/peer-inflight.ts in virtual time).
+  const shares: PeerInflightShare[] = pods.length < 2 ? [] : pods.map((p, g) => {
+    const view = podStore(g);
+    return sharePeerInflight({
+      store: { announceInflight: view.announceInflight!.bind(view), onPeerInflight: view.onPeerInflight!.bind(view) },
+      own: () => p.views, now: () => WALL_EPOCH + clock.now(), intervalMs: ACTIVITY_FLUSH_MS,
+      apply: (name, n) => { p.byName.get(name)!.peerInflight = n; },
+      later: (fn, ms) => void clock.setTimeout(fn, ms),
+    });
+  });
 
   o.workload.sessions.forEach((plan, si) => {
     const group = o.workload.groups[plan.group];
     const dialogue = dialogueOf('chat', plan, group);
-    const done = () => { active--; };
+    const done = () => {
+      if (--active === 0) for (const s of shares) s.close();
+    };
     const send = (turn: number, step: number, user: string | null) => {
       const req = dialogue.next(user);
       if (o.modelOf !== undefined) req.body.model = o.modelOf(si);
