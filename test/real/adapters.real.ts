@@ -120,6 +120,24 @@ describe('real vLLM with LoRA adapters', { skip }, () => {
     console.log(`first request of ${extra[0]} with its load: ${firstMs.toFixed(0)} ms`);
   });
 
+  it('an adapter unloaded on its replica behind the gateway’s back is loaded there again and the request answered', async (t) => {
+    const extra = Object.keys(f.lora!.adapters).filter((n) => !f.lora!.preloaded.includes(n));
+    if (extra.length === 0) return t.skip('every adapter is preloaded');
+    const first = await chat(g, extra[0], 'regained');
+    assert.equal(first.status, 200, first.text);
+    const name = replicaOf(f, first.headers);
+    const url = f.replicas.find((r) => r.name === name)!.url;
+    // What another gateway's unload does: vLLM's own route, straight to the replica.
+    const gone = await fetch(`${url}/v1/unload_lora_adapter`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ lora_name: extra[0] }) });
+    assert.equal(gone.status, 200, await gone.text());
+    const series = `warmroute_upstream_retries_total{replica="${name}",cause="adapter_gone"}`;
+    const before = await metric(g, series);
+    const next = await chat(g, extra[0], 'regained');
+    assert.equal(next.status, 200, next.text);
+    assert.equal(replicaOf(f, next.headers), name);
+    assert.equal(await metric(g, series), before + 1, 'vLLM’s 404 for the adapter was met, and the adapter loaded again');
+  });
+
   it('a model neither served nor configured is a 404 naming it', async () => {
     const res = await chat(g, `no-such-adapter-${RUN}`, 'unknown');
     assert.equal(res.status, 404);
