@@ -60,6 +60,8 @@ export abstract class Attempt implements Dispatcher.DispatchHandler {
 
   /** A continuation of a stream that broke off (its span is a `resume`, not a first try or a failover). */
   protected readonly resumes: boolean = false;
+  /** Sent again to the same replica once its on-demand adapter was loaded there again (its span is an `adapter_reload`). */
+  protected afterReload = false;
 
   /**
    * Headers bound for the replica: the client's end-to-end ones, the replica's key, x-forwarded-for;
@@ -67,7 +69,7 @@ export abstract class Attempt implements Dispatcher.DispatchHandler {
    */
   requestHeaders(): string[] {
     const { ex, out } = this.host;
-    const trace = ex.trace?.attempt({ replica: this.replica.name, origin: this.replica.origin, index: out.attempts - 1, resume: this.resumes }) ?? null;
+    const trace = ex.trace?.attempt({ replica: this.replica.name, origin: this.replica.origin, index: out.attempts - 1, resume: this.resumes, reload: this.afterReload }) ?? null;
     return upstreamRequestHeaders(ex.req, this.replica.apiKey, ex.stripAuthorization, trace);
   }
 
@@ -122,9 +124,10 @@ export class AnswerAttempt extends Attempt {
   /** Whether a 502/503 would move the request on (another replica is left to try). */
   readonly isLast: boolean;
 
-  constructor(host: AttemptHost, replica: ReplicaState, index: number, isLast: boolean) {
+  constructor(host: AttemptHost, replica: ReplicaState, index: number, isLast: boolean, afterReload = false) {
     super(host, replica, index);
     this.isLast = isLast;
+    this.afterReload = afterReload;
   }
 
   protected body(): Buffer | null { return this.host.ex.body; }

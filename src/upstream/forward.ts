@@ -194,7 +194,7 @@ class Forwarding implements AttemptHost {
       if (ex.owner.ended) return;
       this.admitted(r, () => {
         out.attempts++;
-        new AnswerAttempt(this, r, a.index, a.isLast).dispatch();
+        new AnswerAttempt(this, r, a.index, a.isLast, true).dispatch();
       }, (e) => this.shed(e, a.index));
     }, (e: unknown) => {
       if (!ex.owner.ended) this.fail(toWarmrouteError(e));

@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { request } from 'undici';
+import { SpanKind } from '@opentelemetry/api';
+import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { startReplica, type SimReplica } from '../../bench/sim/index.js';
 import { FAST } from '../sim/helpers.js';
 import { accessLines, chatModel, startGateway, waitForAccess, type TestGateway } from '../helpers/gateway.js';
@@ -230,7 +232,11 @@ describe('adapters loaded on demand: bounds and failures', () => {
     const r = await startReplica({ ...LORA, name: 'r1', loraLoadMs: 10, stepBaseMs: 5 });
     started.push(r);
     // Checks far apart: the gateway's list of the replica's adapters stays as it was until the 404.
-    const g = await startGateway([], { upstreams: [{ name: 'r1', url: r.url }], health: { statsIntervalMs: 50, probeIntervalMs: 60_000 }, adapters: { sources: { gone: path('gone') } } });
+    const mem = new InMemorySpanExporter();
+    const g = await startGateway([], {
+      upstreams: [{ name: 'r1', url: r.url }], health: { statsIntervalMs: 50, probeIntervalMs: 60_000 }, adapters: { sources: { gone: path('gone') } },
+      tracing: { tracesEndpoint: 'http://127.0.0.1:9/v1/traces', batch: { scheduledDelayMs: 5 } },
+    }, { env: {}, traceExporter: mem });
     gateways.push(g);
     await scraped(g);
     assert.equal((await chat(g, 'gone')).status, 200);
@@ -248,6 +254,13 @@ describe('adapters loaded on demand: bounds and failures', () => {
     const line = (await waitForAccess(g, (ls) => ls.filter((l) => l.model === 'gone').length === 2)).filter((l) => l.model === 'gone')[1];
     assert.equal(line.attempts, 2);
     assert.equal(line.status, 200);
+    // The trace: the first attempt's failure as adapter_gone, the load, the same replica again.
+    let spans: ReadableSpan[] = [];
+    await waitFor('the trace', () => (spans = mem.getFinishedSpans().filter((x) => x.spanContext().traceId === mem.getFinishedSpans().find((y) => y.kind === SpanKind.CLIENT)?.spanContext().traceId)).some((x) => x.kind === SpanKind.SERVER), 5_000);
+    const server = spans.find((x) => x.kind === SpanKind.SERVER)!;
+    assert.deepEqual(server.events.filter((e) => e.name === 'attempt_failed').map((e) => e.attributes?.['error.type']), ['adapter_gone']);
+    assert.equal(server.events.filter((e) => e.name === 'warmroute.adapter.load').length, 1);
+    assert.deepEqual(spans.filter((x) => x.kind === SpanKind.CLIENT).map((x) => [x.attributes['warmroute.attempt.kind'], x.attributes['warmroute.replica'], x.attributes['http.response.status_code']]), [['adapter_reload', 'r1', 200]]);
     // A model the gateway does not manage keeps the replica's 404, with no load and no retry.
     assert.equal((await chat(g, 'nobody-serves-this')).status, 404);
     assert.equal(r.loraCalls().load, 2);

@@ -46,6 +46,8 @@ export interface AttemptTarget {
   readonly index: number;
   /** A continuation of a stream that broke off (resume.enabled). */
   readonly resume: boolean;
+  /** The same replica again, once the on-demand adapter it no longer had was loaded there again. */
+  readonly reload?: boolean;
 }
 
 /**
@@ -164,7 +166,7 @@ class SampledTrace implements RequestTrace {
     const addr = addressOf(t.origin);
     const attrs: Attributes = {
       [A.replica]: t.replica, [A.serverAddress]: addr.host, [A.attempt]: t.index,
-      [A.attemptKind]: t.resume ? 'resume' : 'failover',
+      [A.attemptKind]: t.resume ? 'resume' : t.reload ? 'adapter_reload' : 'failover',
     };
     if (addr.port !== undefined) attrs[A.serverPort] = addr.port;
     // As the HTTP conventions have it for a client: a 4xx or 5xx answer is this span's error too.
