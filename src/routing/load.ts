@@ -7,12 +7,17 @@ import type { ReplicaView } from './types.js';
  * hence the max.
  */
 export function depthOf(r: ReplicaView): number {
-  return Math.max(r.inflight + (r.peerInflight ?? 0), r.running + r.waiting);
+  return Math.max(gatewaysInflight(r), r.running + r.waiting);
 }
 
 /** Requests being decoded beside a new one (the cost model's `running` feature). */
 export function runningOf(r: ReplicaView): number {
-  return Math.max(r.inflight + (r.peerInflight ?? 0) - r.waiting, r.running, 0);
+  return Math.max(gatewaysInflight(r) - r.waiting, r.running, 0);
+}
+
+/** The open requests of every gateway sharing this one's store, its own included. */
+function gatewaysInflight(r: ReplicaView): number {
+  return r.inflight + (r.peerInflight ?? 0);
 }
 
 /** A replica's weight as a divisor: a weight of 0 or less counts as 1 rather than dividing by zero. */

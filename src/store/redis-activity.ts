@@ -97,45 +97,51 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
   const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
   const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : NaN);
 
+  /** The JSON after a message's `<kind>|<instance>|`; undefined (counted as malformed) when it is not. */
+  function parsed(body: string): unknown {
+    try {
+      return JSON.parse(body);
+    } catch {
+      o.malformed();
+      return undefined;
+    }
+  }
+
+  /** `a|<instance>|[[replica, adapter, count, at], ...]`: an entry that is not one is skipped alone. */
+  function receiveAdapters(w: unknown) {
+    if (!Array.isArray(w)) return o.malformed();
+    const t = o.now();
+    let heard = 0;
+    for (const x of w as unknown[]) {
+      if (!Array.isArray(x) || x.length !== 4 || typeof x[0] !== 'string' || typeof x[1] !== 'string') { o.malformed(); continue; }
+      const [replica, adapter, count, at] = x as AdapterWire;
+      if (!(Number.isFinite(count) && count > 0) || !Number.isFinite(at)) { o.malformed(); continue; }
+      // Another gateway's clock: never taken to be newer than now here.
+      const sent: AdapterSent = { replica, adapter, count, at: Math.min(at, t) };
+      for (const l of adapterListeners) l(sent);
+      heard++;
+    }
+    if (heard > 0) o.heardAdapters(heard);
+  }
+
+  /** `f|<instance>|[[replica, open requests], ...]`: the whole of what it has open, so skipped whole if any entry is not one. */
+  function receiveInflight(from: string, w: unknown) {
+    if (!Array.isArray(w)) return o.malformed();
+    const counts = new Map<string, number>();
+    for (const x of w as unknown[]) {
+      if (!Array.isArray(x) || x.length !== 2 || typeof x[0] !== 'string' || !Number.isInteger(x[1]) || (x[1] as number) <= 0) return o.malformed();
+      const [replica, n] = x as InflightWire;
+      counts.set(replica, n);
+    }
+    o.heardInflight();
+    for (const l of inflightListeners) l({ instance: from, counts });
+  }
+
   /**
    * `o|<instance>|[session, index, utterance, anchor, anchorIndex]`, `c|<instance>|[session, index, owner, received, sent, firstToken, ended]`,
    * `r|<instance>|[response, session]`.
    */
-  function receiveTurns(kind: string, from: string, body: string) {
-    let w: unknown;
-    try {
-      w = JSON.parse(body);
-    } catch {
-      return o.malformed();
-    }
-    if (kind === 'a') {
-      if (!Array.isArray(w)) return o.malformed();
-      const t = o.now();
-      let heard = 0;
-      for (const x of w as unknown[]) {
-        if (!Array.isArray(x) || x.length !== 4 || typeof x[0] !== 'string' || typeof x[1] !== 'string') { o.malformed(); continue; }
-        const [replica, adapter, count, at] = x as AdapterWire;
-        if (!(Number.isFinite(count) && count > 0) || !Number.isFinite(at)) { o.malformed(); continue; }
-        // Another gateway's clock: never taken to be newer than now here.
-        const sent: AdapterSent = { replica, adapter, count, at: Math.min(at, t) };
-        for (const l of adapterListeners) l(sent);
-        heard++;
-      }
-      if (heard > 0) o.heardAdapters(heard);
-      return;
-    }
-    if (kind === 'f') {
-      if (!Array.isArray(w)) return o.malformed();
-      const counts = new Map<string, number>();
-      for (const x of w as unknown[]) {
-        if (!Array.isArray(x) || x.length !== 2 || typeof x[0] !== 'string' || !Number.isInteger(x[1]) || (x[1] as number) <= 0) return o.malformed();
-        const [replica, n] = x as InflightWire;
-        counts.set(replica, n);
-      }
-      o.heardInflight();
-      for (const l of inflightListeners) l({ instance: from, counts });
-      return;
-    }
+  function receiveTurns(kind: string, from: string, w: unknown) {
     if (kind === 'r') {
       if (!Array.isArray(w) || w.length !== 2 || typeof w[0] !== 'string' || typeof w[1] !== 'string') return o.malformed();
       const response: TurnResponse = { response: w[0], session: w[1] };
@@ -213,7 +219,14 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
       if (message[1] !== '|' || bar < 0) return o.malformed();
       const from = message.slice(2, bar);
       if (from === o.instance) return;
-      if (message[0] === 'o' || message[0] === 'c' || message[0] === 'r' || message[0] === 'a' || message[0] === 'f') return receiveTurns(message[0], from, message.slice(bar + 1));
+      const kind = message[0];
+      if (kind === 'o' || kind === 'c' || kind === 'r' || kind === 'a' || kind === 'f') {
+        const w = parsed(message.slice(bar + 1));
+        if (w === undefined) return;
+        if (kind === 'a') return receiveAdapters(w);
+        if (kind === 'f') return receiveInflight(from, w);
+        return receiveTurns(kind, from, w);
+      }
       if (message[0] !== 't') return o.malformed();
       let wire: unknown;
       try {
