@@ -4,6 +4,7 @@
 // (the beta clients add 'openai-beta.realtime-v1').
 
 import { errors } from '../errors.js';
+import type { ProtocolBy } from '../record/realtime.js';
 
 export const KEY_PROTOCOL_PREFIX = 'openai-insecure-api-key.';
 
@@ -38,9 +39,6 @@ export function offeredProtocols(header: string | undefined): Offered {
   if (keys.length > 1) throw errors.invalidRequest([`Offer one ${KEY_PROTOCOL_PREFIX}<key> subprotocol, not ${keys.length}`]);
   return { relayed: list.filter((p) => !isKeyProtocol(p)), key: keys.length === 1 ? keys[0].slice(KEY_PROTOCOL_PREFIX.length) : null };
 }
-
-/** Who chose the subprotocol a client was answered with. */
-export type ProtocolBy = 'replica' | 'gateway';
 
 /**
  * The subprotocol the client's handshake answers with, from those it offered (`ws`'s parse of its

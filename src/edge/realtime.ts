@@ -18,7 +18,7 @@ import { sessionKeyOf } from '../identify/session-key.js';
 import { reservedSlots } from '../queue/admission.js';
 import { createLimiter, Shed, type Limiter } from '../queue/limiter.js';
 import { priorityOf } from '../queue/priority.js';
-import type { RealtimeClose, RealtimeEnded, RealtimeRecorder, RealtimeRefusal } from '../record/realtime.js';
+import type { ProtocolBy, RealtimeClose, RealtimeEnded, RealtimeRecorder, RealtimeRefusal } from '../record/realtime.js';
 import type { VoiceTurns } from '../record/voice-turns.js';
 import { pickRealtime, type RealtimeRoute } from '../routing/realtime-pick.js';
 import { CONVERSATION_KEY, type SessionStore } from '../store/types.js';
@@ -29,7 +29,7 @@ import type { RequestTrace } from '../telemetry/tracing/request-trace.js';
 import type { Tracing } from '../telemetry/tracing/tracing.js';
 import { closeReason, nativeMasking, openUpstream, pipe, sendableCode, type OpenedUpstream } from '../upstream/realtime-relay.js';
 import type { ClientKey, Keyring } from './api-keys.js';
-import { answeredProtocol, KEY_PROTOCOL_PREFIX, offeredProtocols, type Offered, type ProtocolBy } from './realtime-protocols.js';
+import { answeredProtocol, KEY_PROTOCOL_PREFIX, offeredProtocols, type Offered } from './realtime-protocols.js';
 import { requestTarget } from './target.js';
 
 export const REALTIME_PATH = '/v1/realtime';

@@ -1,10 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { defaultsOf } from '../config/defaults.js';
-import { ConfigSchema, type ResolvedConfig, type SessionKeySourceConfig } from '../config/schema.js';
+import { ConfigSchema, type ResolvedConfig } from '../config/schema.js';
 import { errors } from '../errors.js';
 import { chatChain, completionChain, NO_CHAIN, responsesChain, type Chain, type ChainOptions } from './chain.js';
 import { messagesChain } from './messages-chain.js';
-import { sessionKeyOf } from './session-key.js';
+import { sessionKeyOf, type SessionKeyOptions } from './session-key.js';
 
 export { sessionKeyOf } from './session-key.js';
 
@@ -56,14 +56,7 @@ export interface RequestIdentity {
 /** `messages`: Anthropic's Messages API. */
 export type RequestKind = 'chat' | 'completion' | 'responses' | 'messages' | 'other';
 
-export interface IdentityOptions extends ChainOptions {
-  /**
-   * Ordered sources of the session key; the first enabled source holding a non-empty string (or a
-   * number) wins. A string is shorthand for an enabled source: `header:<name>` or `body:<field>`.
-   */
-  readonly sessionKeySources: readonly SessionKeySourceConfig[];
-  /** Longer keys are a 400 `session_key_too_long` (keys land in memory and in Redis). */
-  readonly maxSessionKeyBytes: number;
+export interface IdentityOptions extends ChainOptions, SessionKeyOptions {
   /** Deepest nesting of arrays and objects accepted in a body (its walks recurse). */
   readonly jsonDepth: number;
   /** Most messages in one chat request. */

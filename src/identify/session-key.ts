@@ -1,11 +1,22 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { SessionKeySourceConfig } from '../config/schema.js';
 import { errors } from '../errors.js';
-import type { IdentityOptions } from './identity.js';
 
 // The session key from its ordered sources (routing.sessionKeySources): headers, body fields, and
 // a field of a body object (`metadata.user_id`).
 
 type Body = Record<string, unknown>;
+
+/** What finding the session key reads of the identity options (identity.ts). */
+export interface SessionKeyOptions {
+  /**
+   * Ordered sources of the session key; the first enabled source holding a non-empty string (or a
+   * number) wins. A string is shorthand for an enabled source: `header:<name>` or `body:<field>`.
+   */
+  readonly sessionKeySources: readonly SessionKeySourceConfig[];
+  /** Longer keys are a 400 `session_key_too_long` (keys land in memory and in Redis). */
+  readonly maxSessionKeyBytes: number;
+}
 
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
@@ -13,9 +24,9 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 interface CompiledSource { readonly header: boolean; readonly name: string; readonly label: string; readonly nested: readonly [string, string] | null }
 
 /** Sources are parsed once per options object, not per request. */
-const compiledSources = new WeakMap<IdentityOptions, readonly CompiledSource[]>();
+const compiledSources = new WeakMap<SessionKeyOptions, readonly CompiledSource[]>();
 
-function sourcesOf(opts: IdentityOptions): readonly CompiledSource[] {
+function sourcesOf(opts: SessionKeyOptions): readonly CompiledSource[] {
   let c = compiledSources.get(opts);
   if (c !== undefined) return c;
   const sources: CompiledSource[] = [];
@@ -44,7 +55,7 @@ const fieldOf = (v: unknown, name: string): unknown => (v !== null && typeof v =
 export function sessionKeyOf(
   body: Body | null,
   headers: IncomingHttpHeaders,
-  opts: IdentityOptions,
+  opts: SessionKeyOptions,
 ): { key: string; source: string } | null {
   const maxKeyBytes = opts.maxSessionKeyBytes;
   for (const src of sourcesOf(opts)) {

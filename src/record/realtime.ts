@@ -2,7 +2,6 @@
 // upgrade or relayed for minutes; per utterance, the transcription's timings.
 
 import type { Logger } from 'pino';
-import type { ProtocolBy } from '../edge/realtime-protocols.js';
 import type { RealtimeRoute } from '../routing/realtime-pick.js';
 import type { Utterance } from '../stream/realtime-tap.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -19,6 +18,9 @@ export type RealtimeClose = 'client' | 'replica' | 'replica_failed' | 'idle' | '
 export const REALTIME_CLOSES: readonly RealtimeClose[] = ['client', 'replica', 'replica_failed', 'idle', 'frame_too_large', 'replica_drained', 'shutdown'];
 
 /** What the access line of a realtime connection says. */
+/** Who chose the subprotocol a client was answered with. */
+export type ProtocolBy = 'replica' | 'gateway';
+
 export interface RealtimeEnded {
   /** 101 once accepted; the refusal's status otherwise. */
   readonly status: number;

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { WarmrouteError } from '../errors.js';
 import type { RequestIdentity } from '../identify/identity.js';
 import type { Drift } from '../routing/drift.js';
-import type { AdapterSlotBelief } from '../routing/adapter-slots.js';
+import type { AdapterSlotBelief } from '../routing/types.js';
 import type { RouteReason, Router } from '../routing/types.js';
 import { createAdapterLabels } from './adapter-labels.js';
 import type { Usage } from '../stream/usage.js';

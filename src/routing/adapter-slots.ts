@@ -1,4 +1,4 @@
-import type { LoraSlots, ReplicaView } from './types.js';
+import type { AdapterPlaceView, AdapterSlotBelief, AdapterSlotsView, LoraSlots, ReplicaView } from './types.js';
 
 /**
  * What routing believes of each replica's LoRA slots between two scrapes: the adapters this gateway
@@ -82,44 +82,6 @@ export function createAdapterRecency(keepMs: () => number, halfLifeMs: () => num
     forget: (replica) => void byReplica.delete(replica),
   };
 }
-
-/**
- * A request's view of the candidates' LoRA slots, built once per decision for a request that names
- * an adapter (absent otherwise).
- */
-export interface AdapterSlotsView {
-  readonly adapter: string;
-  /**
-   * 1 where the request would wait for a slot (every slot held by other adapters with work in
-   * flight, or, where its adapter is not at home, every slot another adapter's home), else 0.
-   */
-  wait(r: ReplicaView): number;
-  /**
-   * What the request is believed to meet on `r`: its adapter `running` there (by the scrape, or
-   * sent since), a `free` slot, or a `wait`; null where the replica reports no slots.
-   */
-  slot(r: ReplicaView): AdapterSlotBelief | null;
-  /** For a new session: what its placement reads of `r` (AdapterPlaceView). */
-  place(r: ReplicaView): AdapterPlaceView;
-  /** Its adapter's requests routed lately, and every adapter's (AdapterRecency.demand). */
-  demand(): { readonly mine: number; readonly all: number };
-}
-
-/** What a new session of an adapter reads of one replica's slots. */
-export interface AdapterPlaceView {
-  /**
-   * 0 where its adapter is at home (running, waiting, or sent within the working-set window) and
-   * not stuck waiting, 1 where a slot is free for it, 2 where every slot is homed by other
-   * adapters. A replica that reports no slots is 1: nothing known either way.
-   */
-  readonly tier: number;
-  /** Its LoRA slots (max_loras); 0 where it reports none. */
-  readonly slots: number;
-  /** The adapter requests routed there lately (AdapterRecency.routed). */
-  readonly load: number;
-}
-
-export type AdapterSlotBelief = 'running' | 'free' | 'wait';
 
 /** A request for `adapter` stuck behind full slots right now, by the replica's last scrape. */
 function stuck(s: LoraSlots, adapter: string): boolean {

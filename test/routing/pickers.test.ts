@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { pickAffinity, type PickCandidate, type PickInput } from '../../src/routing/pickers/affinity.js';
+import { pickAffinity } from '../../src/routing/pickers/affinity.js';
+import type { PickCandidate, PickInput } from '../../src/routing/pickers/pick-input.js';
 import { loadCaps } from '../../src/routing/pickers/bounded-load.js';
 import { rankByCost } from '../../src/routing/pickers/min-ttft.js';
 import { rendezvousRank } from '../../src/routing/rendezvous.js';

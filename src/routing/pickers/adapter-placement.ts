@@ -1,18 +1,7 @@
-import type { AdapterPlaceView } from '../adapter-slots.js';
 import { rendezvousRank } from '../rendezvous.js';
-import type { ReplicaView } from '../types.js';
-import type { PickInput } from './affinity.js';
+import type { AdapterPlaceView, ReplicaView } from '../types.js';
+import type { AdapterPlacementInput, PickInput } from './pick-input.js';
 import { cheapestByCost } from './min-ttft.js';
-
-/** What a new session of a LoRA adapter reads of the candidates' slots (adapter-slots.ts). */
-export interface AdapterPlacementInput {
-  /** Per candidate: its adapter's tier there, its slots, the adapter requests routed there lately. */
-  readonly at: readonly AdapterPlaceView[];
-  /** Its adapter's recent requests and every adapter's, fleet-wide (decayed alike). */
-  readonly demand: { readonly mine: number; readonly all: number };
-  /** routing.options.loadFactor: c of the load bounds. */
-  readonly loadFactor: number;
-}
 
 /**
  * How far past the mean of the adapter requests routed lately a busy adapter's home may be before
