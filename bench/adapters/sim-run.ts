@@ -29,9 +29,17 @@ export interface AdapterSimOptions {
 
 export const ADAPTER_SIM_DEFAULTS: AdapterSimOptions = Object.freeze({ replicas: 8, adapters: 32, maxLoras: 4, maxCpuLoras: 8, sessions: 192, turns: 6, zipf: 1, loadMs: 50, startSpreadMs: WORKLOAD_DEFAULTS.startSpreadMs, pods: 1, statsMs: 1_000 });
 
+/**
+ * The simulator's strategies, and the adapter-grouping plan made from the adapters' popularity (the
+ * Zipf weights, as a router with a perfect record of past traffic would know them) rather than from
+ * this run's session counts: what balance a plan can reach without knowing the run in advance.
+ */
+export const ADAPTER_SIM_STRATEGIES = ['affinity', 'round-robin', 'session-hash', 'oracle', 'popularity-oracle'] as const satisfies readonly (DesStrategy | 'popularity-oracle')[];
+export type AdapterSimStrategy = (typeof ADAPTER_SIM_STRATEGIES)[number];
+
 export interface AdapterSimRow {
   seed: number;
-  strategy: DesStrategy;
+  strategy: AdapterSimStrategy;
   requests: number;
   errors: number;
   p50: number;
@@ -48,9 +56,12 @@ export interface AdapterSimRow {
 
 const names = (n: number) => Array.from({ length: n }, (_, i) => `adapter-${i}`);
 
+/** Each adapter's Zipf weight (unnormalised). */
+const zipfWeights = (o: AdapterSimOptions) => names(o.adapters).map((_, k) => 1 / (k + 1) ** o.zipf);
+
 /** Each session's adapter, drawn by Zipf popularity. */
 function zipfAssign(w: Workload, o: AdapterSimOptions, seed: number): void {
-  const weights = names(o.adapters).map((_, k) => 1 / (k + 1) ** o.zipf);
+  const weights = zipfWeights(o);
   const total = weights.reduce((x, y) => x + y, 0);
   const rnd = mulberry32(seed * 977 + 3);
   for (const plan of w.sessions) {
@@ -61,14 +72,26 @@ function zipfAssign(w: Workload, o: AdapterSimOptions, seed: number): void {
   }
 }
 
-/**
- * The adapter-grouping oracle: every adapter's session count known in advance; busiest first,
- * each adapter split over ceil(count / fair share) replicas, each part on the replica with the
- * fewest sessions among those holding fewer than max-loras adapters; its sessions dealt in turn.
- */
-function oraclePlan(w: Workload, o: AdapterSimOptions): (session: number) => number {
+/** Each adapter's session count in this run. */
+function sessionCounts(w: Workload, o: AdapterSimOptions): number[] {
   const counts = new Array<number>(o.adapters).fill(0);
   for (const p of w.sessions) counts[p.group]++;
+  return counts;
+}
+
+/** Each adapter's expected session count: its popularity times the run's sessions. */
+function expectedCounts(w: Workload, o: AdapterSimOptions): number[] {
+  const weights = zipfWeights(o);
+  const total = weights.reduce((x, y) => x + y, 0);
+  return weights.map((x) => (x / total) * w.sessions.length);
+}
+
+/**
+ * The adapter-grouping oracle: every adapter's session count known in advance (`counts`); busiest
+ * first, each adapter split over ceil(count / fair share) replicas, each part on the replica with
+ * the fewest sessions among those holding fewer than max-loras adapters; its sessions dealt in turn.
+ */
+function oraclePlan(w: Workload, o: AdapterSimOptions, counts: readonly number[]): (session: number) => number {
   const fair = w.sessions.length / o.replicas;
   const load = new Array<number>(o.replicas).fill(0);
   const held = new Array<number>(o.replicas).fill(0);
@@ -100,16 +123,18 @@ function oraclePlan(w: Workload, o: AdapterSimOptions): (session: number) => num
 const pct = (xs: number[], q: number) => xs[Math.min(xs.length - 1, Math.floor(xs.length * q))];
 
 /** One seed's workload through each strategy. */
-export function runAdapterSim(o: AdapterSimOptions, seed: number, strategies: readonly DesStrategy[]): AdapterSimRow[] {
+export function runAdapterSim(o: AdapterSimOptions, seed: number, strategies: readonly AdapterSimStrategy[]): AdapterSimRow[] {
   const adapters = names(o.adapters);
   const workload = buildWorkload({ ...WORKLOAD_DEFAULTS, sessions: o.sessions, turns: o.turns, groups: o.adapters, systemTokens: [1000, 2000], startSpreadMs: o.startSpreadMs, seed });
   zipfAssign(workload, o, seed);
-  const place = oraclePlan(workload, o);
+  const byCounts = oraclePlan(workload, o, sessionCounts(workload, o));
+  const byPopularity = oraclePlan(workload, o, expectedCounts(workload, o));
   return strategies.map((strategy) => {
     const t0 = performance.now();
+    const popular = strategy === 'popularity-oracle';
     const run = runDes({
-      replicas: o.replicas, pods: o.pods, strategy, workload, kvBlocks: 24_576, outputTokens: [50, 150], gatewayMs: 1, statsIntervalMs: o.statsMs, maxVirtualMs: 3_600_000, seed,
-      lora: { adapters, maxLoras: o.maxLoras, maxCpuLoras: o.maxCpuLoras, loadMs: o.loadMs }, modelOf: (si) => adapters[workload.sessions[si].group], oraclePlace: place,
+      replicas: o.replicas, pods: o.pods, strategy: popular ? 'oracle' : strategy, workload, kvBlocks: 24_576, outputTokens: [50, 150], gatewayMs: 1, statsIntervalMs: o.statsMs, maxVirtualMs: 3_600_000, seed,
+      lora: { adapters, maxLoras: o.maxLoras, maxCpuLoras: o.maxCpuLoras, loadMs: o.loadMs }, modelOf: (si) => adapters[workload.sessions[si].group], oraclePlace: popular ? byPopularity : byCounts,
     });
     const ttft = run.records.map((r) => r.ttftMs ?? Infinity).sort((x, y) => x - y);
     const perReplica = new Map<string, number>();

@@ -17,6 +17,17 @@ describe('a fleet of many adapters in the simulator', () => {
     assert.ok(over <= 2, `adapters per replica ${warm.adaptersPerReplica.join(' ')}`);
   });
 
+  it('the busiest replica within 1.5× the mean on seeds 1–6; the oracle’s balance comes from knowing the run’s counts: its plan from the adapters’ popularity alone leaves one past 1.3×', () => {
+    for (let seed = 1; seed <= 6; seed++) {
+      const [warm] = runAdapterSim(ADAPTER_SIM_DEFAULTS, seed, ['affinity']);
+      assert.ok(warm.maxOverMean <= 1.5, `seed ${seed}: busiest replica ${warm.maxOverMean.toFixed(2)}× the mean`);
+    }
+    const [oracle, popularity] = runAdapterSim(ADAPTER_SIM_DEFAULTS, 3, ['oracle', 'popularity-oracle']);
+    assert.ok(oracle.maxOverMean <= 1.3, `the oracle ${oracle.maxOverMean.toFixed(2)}× the mean`);
+    assert.ok(popularity.maxOverMean > 1.3, `its plan from popularity ${popularity.maxOverMean.toFixed(2)}× the mean`);
+    assert.equal(popularity.errors, 0);
+  });
+
   it('four gateway pods on one store place as one: each pod counts every pod’s adapter requests (the activity channel), p90 within 1.2× the oracle’s', () => {
     const [warm, oracle] = runAdapterSim({ ...ADAPTER_SIM_DEFAULTS, pods: 4 }, 1, ['affinity', 'oracle']);
     assert.equal(warm.errors, 0);
