@@ -17,10 +17,10 @@ export const REALTIME_REFUSALS: readonly RealtimeRefusal[] = ['not_found', 'bad_
 export type RealtimeClose = 'client' | 'replica' | 'replica_failed' | 'idle' | 'frame_too_large' | 'replica_drained' | 'shutdown';
 export const REALTIME_CLOSES: readonly RealtimeClose[] = ['client', 'replica', 'replica_failed', 'idle', 'frame_too_large', 'replica_drained', 'shutdown'];
 
-/** What the access line of a realtime connection says. */
 /** Who chose the subprotocol a client was answered with. */
 export type ProtocolBy = 'replica' | 'gateway';
 
+/** What the access line of a realtime connection says. */
 export interface RealtimeEnded {
   /** 101 once accepted; the refusal's status otherwise. */
   readonly status: number;

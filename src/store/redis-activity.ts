@@ -107,6 +107,23 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
     }
   }
 
+  /** `t|<instance>|[[key, replica, agent, agentTokens, promptTokens, at, replaces?], ...]`: an entry that is not one is skipped alone. */
+  function receiveSessionTurns(wire: unknown) {
+    if (!Array.isArray(wire)) return o.malformed();
+    const t = o.now();
+    for (const w of wire as unknown[]) {
+      if (!Array.isArray(w) || (w.length !== 6 && w.length !== 7) || typeof w[0] !== 'string' || typeof w[1] !== 'string') { o.malformed(); continue; }
+      const [key, replica, agent, agentTokens, promptTokens, at, replaces] = w as Wire;
+      if (!Number.isFinite(at) || !Number.isFinite(promptTokens) || !Number.isFinite(agentTokens)) { o.malformed(); continue; }
+      // Another gateway's clock: a turn is never taken to be newer than now here.
+      const turn: SessionTurn = {
+        key, replica, agent: typeof agent === 'string' ? agent : null, agentTokens, promptTokens, at: Math.min(at, t),
+        ...(typeof replaces === 'string' ? { replaces } : {}),
+      };
+      for (const l of listeners) l(turn);
+    }
+  }
+
   /** `a|<instance>|[[replica, adapter, count, at], ...]`: an entry that is not one is skipped alone. */
   function receiveAdapters(w: unknown) {
     if (!Array.isArray(w)) return o.malformed();
@@ -220,33 +237,13 @@ export function createSessionActivity(o: ActivityOptions): SessionActivity {
       const from = message.slice(2, bar);
       if (from === o.instance) return;
       const kind = message[0];
-      if (kind === 'o' || kind === 'c' || kind === 'r' || kind === 'a' || kind === 'f') {
-        const w = parsed(message.slice(bar + 1));
-        if (w === undefined) return;
-        if (kind === 'a') return receiveAdapters(w);
-        if (kind === 'f') return receiveInflight(from, w);
-        return receiveTurns(kind, from, w);
-      }
-      if (message[0] !== 't') return o.malformed();
-      let wire: unknown;
-      try {
-        wire = JSON.parse(message.slice(bar + 1));
-      } catch {
-        return o.malformed();
-      }
-      if (!Array.isArray(wire)) return o.malformed();
-      const t = o.now();
-      for (const w of wire as unknown[]) {
-        if (!Array.isArray(w) || (w.length !== 6 && w.length !== 7) || typeof w[0] !== 'string' || typeof w[1] !== 'string') { o.malformed(); continue; }
-        const [key, replica, agent, agentTokens, promptTokens, at, replaces] = w as Wire;
-        if (!Number.isFinite(at) || !Number.isFinite(promptTokens) || !Number.isFinite(agentTokens)) { o.malformed(); continue; }
-        // Another gateway's clock: a turn is never taken to be newer than now here.
-        const turn: SessionTurn = {
-          key, replica, agent: typeof agent === 'string' ? agent : null, agentTokens, promptTokens, at: Math.min(at, t),
-          ...(typeof replaces === 'string' ? { replaces } : {}),
-        };
-        for (const l of listeners) l(turn);
-      }
+      if (kind !== 't' && kind !== 'o' && kind !== 'c' && kind !== 'r' && kind !== 'a' && kind !== 'f') return o.malformed();
+      const w = parsed(message.slice(bar + 1));
+      if (w === undefined) return;
+      if (kind === 't') return receiveSessionTurns(w);
+      if (kind === 'a') return receiveAdapters(w);
+      if (kind === 'f') return receiveInflight(from, w);
+      return receiveTurns(kind, from, w);
     },
     onTurn(listener) {
       listeners.push(listener);
