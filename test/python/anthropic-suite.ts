@@ -18,7 +18,8 @@ async function runPython(venv: string, script: string, args: string[]): Promise<
   return { out: lines[0], stderr };
 }
 
-export function anthropicSuite(name: string, makeFleet: () => Promise<Fleet | string>, o: { venv: string; here: string; tagSecret: string; sessionTag: SessionTagger; skipWhenUnavailable: boolean }): void {
+/** `noTools`: why these replicas cannot make a tool call (the tool step is then skipped, saying so); absent: they can. */
+export function anthropicSuite(name: string, makeFleet: () => Promise<Fleet | string>, o: { venv: string; here: string; tagSecret: string; sessionTag: SessionTagger; skipWhenUnavailable: boolean; noTools?: string }): void {
   describe(`the Anthropic Python SDK through warmroute (${name})`, () => {
     let fleet: Fleet | undefined;
     let g: TestGateway | undefined;
@@ -39,7 +40,7 @@ export function anthropicSuite(name: string, makeFleet: () => Promise<Fleet | st
         if (o.skipWhenUnavailable) return t.skip(unavailable);
         assert.fail(unavailable);
       }
-      const { out, stderr } = await runPython(o.venv, join(o.here, 'anthropic_client.py'), ['--base-url', g!.url, '--model', fleet!.model, '--turns', '3']);
+      const { out, stderr } = await runPython(o.venv, join(o.here, 'anthropic_client.py'), ['--base-url', g!.url, '--model', fleet!.model, '--turns', '3', ...(o.noTools ? ['--no-tools'] : [])]);
       t.diagnostic(`anthropic_client.py: ${JSON.stringify(out).slice(0, 600)}${stderr ? `\nstderr: ${stderr.slice(-1000)}` : ''}`);
 
       const streamed = out.streamed as Turn[];
@@ -56,11 +57,13 @@ export function anthropicSuite(name: string, makeFleet: () => Promise<Fleet | st
       assert.equal(out.whole.route, 'pinned');
       assert.ok(out.whole.text.length > 0);
 
-      assert.equal(out.tools.stop, 'tool_use');
-      assert.equal(out.tools.name, 'get_weather');
-      assert.equal(typeof out.tools.input.city, 'string', 'the tool input assembled from input_json_delta');
-      assert.equal(out.tools.answer.stop, 'end_turn');
-      assert.equal(out.tools.answer.replica, out.tools.replica, 'the answer after the tool result runs where the call did');
+      await t.test('a tool call the SDK assembles, and the answer after its result where the call ran', { skip: o.noTools ?? false }, () => {
+        assert.equal(out.tools.stop, 'tool_use');
+        assert.equal(out.tools.name, 'get_weather');
+        assert.equal(typeof out.tools.input.city, 'string', 'the tool input assembled from input_json_delta');
+        assert.equal(out.tools.answer.stop, 'end_turn');
+        assert.equal(out.tools.answer.replica, out.tools.replica, 'the answer after the tool result runs where the call did');
+      });
 
       const keyless = out.keyless as Turn[];
       assert.equal(new Set(keyless.map((x) => x.replica)).size, 1, 'a keyless conversation follows its prefix');

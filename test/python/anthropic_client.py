@@ -5,7 +5,9 @@ gateway's refusal of an unknown model raised as the SDK's own error, count_token
 x-warmroute-replica and x-warmroute-route headers are kept; test/python/run.ts checks them against
 what the gateway recorded.
 
-  python anthropic_client.py --base-url http://127.0.0.1:PORT --model M [--turns 3]
+  python anthropic_client.py --base-url http://127.0.0.1:PORT --model M [--turns 3] [--no-tools]
+
+--no-tools leaves the tool call out ("tools" is null): for replicas that cannot make one.
 """
 
 import argparse
@@ -41,23 +43,8 @@ def streamed_conversation(client: anthropic.Anthropic, model: str, turns: int) -
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--base-url", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--turns", type=int, default=3)
-    a = ap.parse_args()
-    call = f"py-anthropic-{uuid.uuid4().hex[:8]}"
-    keyed = anthropic.Anthropic(base_url=a.base_url, api_key="unused", max_retries=0, default_headers={"x-session-id": call})
-    keyless = anthropic.Anthropic(base_url=a.base_url, api_key="unused", max_retries=0)
-    result: dict = {"call": call}
-
-    result["streamed"] = streamed_conversation(keyed, a.model, a.turns)
-
-    raw = keyed.messages.with_raw_response.create(model=a.model, max_tokens=64, system=SYSTEM, messages=[{"role": "user", "content": UTTERANCES[0]}])
-    whole = raw.parse()
-    result["whole"] = {"text": "".join(b.text for b in whole.content if b.type == "text"), "stop": whole.stop_reason, **where(raw.headers)}
-
+def tool_call(a, call: str) -> dict:
+    """A tool call the SDK assembles from the stream, then the answer after its result."""
     tool_call_id = f"{call}-tools"
     tools = anthropic.Anthropic(base_url=a.base_url, api_key="unused", max_retries=0, default_headers={"x-session-id": tool_call_id})
     messages = [{"role": "user", "content": "Call the weather tool for Paris"}]
@@ -71,7 +58,28 @@ def main() -> None:
         messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "18 degrees, clear"}]})
         raw = tools.messages.with_raw_response.create(model=a.model, max_tokens=64, system=SYSTEM, tools=TOOLS, messages=messages)
         tool["answer"] = {"stop": raw.parse().stop_reason, **where(raw.headers)}
-    result["tools"] = tool
+    return tool
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--base-url", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--turns", type=int, default=3)
+    ap.add_argument("--no-tools", action="store_true")
+    a = ap.parse_args()
+    call = f"py-anthropic-{uuid.uuid4().hex[:8]}"
+    keyed = anthropic.Anthropic(base_url=a.base_url, api_key="unused", max_retries=0, default_headers={"x-session-id": call})
+    keyless = anthropic.Anthropic(base_url=a.base_url, api_key="unused", max_retries=0)
+    result: dict = {"call": call}
+
+    result["streamed"] = streamed_conversation(keyed, a.model, a.turns)
+
+    raw = keyed.messages.with_raw_response.create(model=a.model, max_tokens=64, system=SYSTEM, messages=[{"role": "user", "content": UTTERANCES[0]}])
+    whole = raw.parse()
+    result["whole"] = {"text": "".join(b.text for b in whole.content if b.type == "text"), "stop": whole.stop_reason, **where(raw.headers)}
+
+    result["tools"] = None if a.no_tools else tool_call(a, call)
 
     result["keyless"] = streamed_conversation(keyless, a.model, a.turns)
 
